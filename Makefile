@@ -1,0 +1,39 @@
+# entity_resolver — `make test` and `make demo` set up everything they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test unit demo lint setup system-deps bench soak clean
+
+test: setup lint
+	$(PY) -m pytest -q
+
+unit: setup
+	$(PY) -m pytest -q tests/unit
+
+demo: setup
+	$(VENV)/bin/entity-resolver demo
+
+lint: setup
+	$(VENV)/bin/sqlfluff lint sql migrations
+
+setup: system-deps $(STAMP)
+
+system-deps:
+	@./scripts/system-deps.sh
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+bench: setup
+	$(VENV)/bin/entity-resolver bench
+
+soak: setup
+	$(PY) -m bench.soak
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,150 @@
+"""Per-bank settings: the reference defaults and the validation of overrides.
+
+Overrides arrive as a JSON object: parsed by ``json.loads`` (ints and floats)
+or by the jsonb PL/Python transform (every number a ``decimal.Decimal``).
+Both are accepted; the result holds ``float`` for real settings and ``int``
+for counts. A rejected value raises :class:`InputError`, which the SQL layer
+turns into an error with its SQLSTATE.
+"""
+
+from __future__ import annotations
+
+import decimal
+import difflib
+import math
+from typing import Any, Dict, Optional, Tuple
+
+DEFAULTS = {
+    "name_weight": 0.5,
+    "cooccurrence_weight": 0.3,
+    "recency_weight": 0.2,
+    "threshold": 0.6,
+    "recency_window_days": 7,
+    "merge_min_similarity": 0.3,
+    "candidate_similarity": 0.3,
+    "max_candidates": 200,
+    "intrabatch_similarity": 0.5,
+    "intrabatch_max_names": 250,
+    "expansion_per_entity_limit": 200,
+}
+
+# key -> (kind, low, high, low_inclusive). Each range says what a value means:
+# weights, the threshold and trigram similarities are fractions of 1.
+# recency_window_days must be positive: a zero window would divide by zero
+# and make recency meaningless; 100 years is more than any memory needs.
+# intrabatch_max_names may be 0 or 1, which switches in-batch clustering off
+# (it needs at least 2 distinct new names to do anything).
+_RULES: Dict[str, Tuple[str, float, float, bool]] = {
+    "name_weight": ("real", 0.0, 1.0, True),
+    "cooccurrence_weight": ("real", 0.0, 1.0, True),
+    "recency_weight": ("real", 0.0, 1.0, True),
+    "threshold": ("real", 0.0, 1.0, True),
+    "recency_window_days": ("real", 0.0, 36500.0, False),
+    "merge_min_similarity": ("real", 0.0, 1.0, True),
+    "candidate_similarity": ("real", 0.0, 1.0, True),
+    "max_candidates": ("int", 1, 10000, True),
+    "intrabatch_similarity": ("real", 0.0, 1.0, True),
+    "intrabatch_max_names": ("int", 0, 10000, True),
+    "expansion_per_entity_limit": ("int", 1, 100000, True),
+}
+
+
+class InputError(Exception):
+    """A rejected argument: carries the SQLSTATE, the SQL argument name and a message."""
+
+    def __init__(self, message: str, argument: str = "settings", sqlstate: str = "22023"):
+        super().__init__(message, argument, sqlstate)
+        self.message = message
+        self.argument = argument
+        # 22023 invalid_parameter_value: the value is well-formed JSON but
+        # not an acceptable setting.
+        self.sqlstate = sqlstate
+
+    def __str__(self) -> str:
+        return "%s: %s" % (self.argument, self.message)
+
+
+def _type_name(value: Any) -> str:
+    """A JSON-flavoured name for the type of ``value``, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _show(value: Any) -> str:
+    """Render a rejected value the way the user wrote it (JSON-ish)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return '"%s"' % value
+    return str(value)
+
+
+def _number(key: str, value: Any, argument: str) -> float:
+    """Return ``value`` as a finite float, or raise naming ``key``."""
+    # JSON true is not 1: a boolean where a number belongs is a mistake.
+    if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+        raise InputError('"%s" must be a number, got %s %s'
+                         % (key, _type_name(value), _show(value)), argument)
+    finite = value.is_finite() if isinstance(value, decimal.Decimal) else math.isfinite(value)
+    if not finite:
+        raise InputError('"%s" must be a finite number, got %s' % (key, _show(value)), argument)
+    # A huge but finite JSON number (1e400) becomes inf here and then fails
+    # the range check below with the bounds in the message.
+    return float(value)
+
+
+def _check(key: str, value: Any, argument: str):
+    """Validate one setting and return its normalised value."""
+    kind, low, high, low_inclusive = _RULES[key]
+    number = _number(key, value, argument)
+    if kind == "int":
+        # 200.0 is accepted as 200 (JSON has one number type); 200.5 is not.
+        if not low <= number <= high or number != int(number):
+            raise InputError('"%s" must be an integer between %d and %d, got %s'
+                             % (key, low, high, _show(value)), argument)
+        return int(number)
+    too_low = number < low if low_inclusive else number <= low
+    if too_low or number > high:
+        if low_inclusive:
+            bounds = "between %g and %g" % (low, high)
+        else:
+            bounds = "greater than %g and at most %g" % (low, high)
+        raise InputError('"%s" must be a number %s, got %s' % (key, bounds, _show(value)), argument)
+    return number
+
+
+def validate_settings(overrides: Any, argument: str = "settings") -> Dict[str, Any]:
+    """Validate a settings object and return only its keys, normalised."""
+    if not isinstance(overrides, dict):
+        raise InputError("must be a JSON object, got %s" % _type_name(overrides), argument)
+    result: Dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key not in _RULES:
+            hint = difflib.get_close_matches(str(key), list(_RULES), n=1)
+            message = "unknown key %s" % _show(key)
+            if hint:
+                message += ' (did you mean "%s"?)' % hint[0]
+            raise InputError(message, argument)
+        result[key] = _check(key, value, argument)
+    return result
+
+
+def effective_settings(overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Return DEFAULTS updated with the validated overrides (None means none)."""
+    settings = dict(DEFAULTS)
+    if overrides is not None:
+        settings.update(validate_settings(overrides))
+    return settings

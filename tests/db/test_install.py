@@ -1,0 +1,232 @@
+"""Installing entity_resolver over a plain connection."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import psycopg
+import pytest
+
+from entity_resolver.install import InstallError, LocaleWarning, install, installed_version, migrations
+
+TABLES = {"banks", "entities", "unit_entities", "entity_cooccurrences", "facts"}
+
+
+def columns(conn, schema, table):
+    return {
+        r[0]: r[1]
+        for r in conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = format('%%I.%%I', %s::text, %s::text)::regclass AND attnum > 0"
+            " AND NOT attisdropped",
+            (schema, table),
+        )
+    }
+
+
+def catalog_snapshot(conn, schema):
+    """Everything an installation defines, as comparable text."""
+    rows = conn.execute(
+        """
+        SELECT 'rel ' || c.relname || ' ' || c.relkind::text
+          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = %(s)s
+        UNION ALL
+        SELECT 'col ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+               || ' ' || a.attnotnull || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+          FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+          LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+         WHERE n.nspname = %(s)s AND a.attnum > 0 AND NOT a.attisdropped
+        UNION ALL
+        SELECT 'con ' || conrelid::regclass::text || ' ' || pg_get_constraintdef(oid)
+          FROM pg_constraint WHERE connamespace = %(s)s::regnamespace
+        UNION ALL
+        SELECT 'idx ' || indexdef FROM pg_indexes WHERE schemaname = %(s)s
+        UNION ALL
+        SELECT 'fn ' || p.oid::regprocedure::text || ' ' || md5(p.prosrc) || ' '
+               || coalesce(array_to_string(p.proconfig, ','), '')
+          FROM pg_proc p WHERE p.pronamespace = %(s)s::regnamespace
+        UNION ALL
+        SELECT 'comment ' || coalesce(obj_description(c.oid, 'pg_class'), '<none>') || ' on ' || c.relname
+          FROM pg_class c WHERE c.relnamespace = %(s)s::regnamespace AND c.relkind IN ('r', 'v')
+        ORDER BY 1
+        """,
+        {"s": schema},
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_install_creates_the_spec_tables_with_their_columns(empty_db):
+    conn = empty_db()
+    report = install(conn)
+    assert report.version == len(migrations())
+    names = {r[0] for r in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'entity_resolver'")}
+    assert TABLES <= names
+    assert columns(conn, "entity_resolver", "entities") == {
+        "bank_id": "text", "id": "uuid", "canonical_name": "text", "entity_kind": "text",
+        "mention_count": "bigint", "first_seen": "timestamp with time zone",
+        "last_seen": "timestamp with time zone", "metadata": "jsonb",
+    }
+    assert set(columns(conn, "entity_resolver", "entity_cooccurrences")) == {
+        "bank_id", "entity_id_1", "entity_id_2", "cooccurrence_count", "last_cooccurred"}
+    assert {"bank_id", "unit_id", "entity_id"} <= set(columns(conn, "entity_resolver", "unit_entities"))
+    assert {"bank_id", "settings", "entity_labels"} <= set(columns(conn, "entity_resolver", "banks"))
+
+
+def test_every_primary_key_includes_bank_id(empty_db):
+    conn = empty_db()
+    install(conn)
+    rows = conn.execute(
+        """SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint
+            WHERE connamespace = 'entity_resolver'::regnamespace AND contype IN ('p', 'u')
+              AND conrelid::regclass::text NOT LIKE '%%plpython_modules'
+              AND conrelid::regclass::text NOT LIKE '%%schema_migrations'"""
+    ).fetchall()
+    assert rows
+    for table, definition in rows:
+        assert "bank_id" in definition, (table, definition)
+
+
+def test_unique_lower_name_pair_check_and_trigram_index_exist(empty_db):
+    conn = empty_db()
+    install(conn)
+    indexes = {r[0]: r[1] for r in conn.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'entity_resolver'")}
+    unique = [d for d in indexes.values() if "UNIQUE" in d and "lower(canonical_name)" in d]
+    assert unique and "(bank_id, lower(canonical_name))" in unique[0]
+    trgm = [d for d in indexes.values() if "gin_trgm_ops" in d]
+    assert trgm and "lower(canonical_name)" in trgm[0] and "WHERE (entity_kind <> 'label'::text)" in trgm[0]
+    assert any("(bank_id, entity_id, unit_id)" in d for d in indexes.values()), "entity -> units lookup"
+    assert any("(bank_id, entity_id_2, entity_id_1)" in d for d in indexes.values()), "reverse pair lookup"
+    checks = [r[0] for r in conn.execute(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'c'"
+        " AND conrelid = 'entity_resolver.entity_cooccurrences'::regclass")]
+    assert "CHECK ((entity_id_1 < entity_id_2))" in checks
+    fks = conn.execute(
+        "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+        " AND conrelid = 'entity_resolver.entity_cooccurrences'::regclass").fetchone()[0]
+    assert fks == 2
+
+
+def test_database_enforces_case_insensitive_uniqueness(empty_db):
+    conn = empty_db()
+    install(conn)
+    conn.execute("INSERT INTO entity_resolver.banks (bank_id) VALUES ('b')")
+    conn.execute("INSERT INTO entity_resolver.entities (bank_id, canonical_name) VALUES ('b', 'Sarah Chen')")
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("INSERT INTO entity_resolver.entities (bank_id, canonical_name) VALUES ('b', 'SARAH CHEN')")
+
+
+def test_every_table_and_column_has_a_comment(empty_db):
+    conn = empty_db()
+    install(conn)
+    missing = conn.execute(
+        """SELECT c.relname || coalesce('.' || a.attname, '') FROM pg_class c
+             LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+            WHERE c.relnamespace = 'entity_resolver'::regnamespace AND c.relkind IN ('r', 'v')
+              AND ((a.attname IS NULL AND obj_description(c.oid, 'pg_class') IS NULL)
+                   OR (a.attname IS NOT NULL AND col_description(c.oid, a.attnum) IS NULL))
+              AND c.relname <> 'schema_migrations'
+           UNION ALL
+           SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'entity_resolver'::regnamespace
+              AND c.relkind IN ('r', 'v') AND obj_description(c.oid, 'pg_class') IS NULL"""
+    ).fetchall()
+    assert missing == []
+
+
+def test_every_function_has_a_comment_and_pins_search_path(empty_db):
+    conn = empty_db()
+    install(conn)
+    rows = conn.execute(
+        """SELECT p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc'), p.proconfig
+             FROM pg_proc p WHERE p.pronamespace = 'entity_resolver'::regnamespace
+              AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')"""
+    ).fetchall()
+    assert rows
+    for name, comment, config in rows:
+        assert comment, f"{name} has no COMMENT"
+        assert config and any(c.startswith("search_path=") for c in config), f"{name} does not pin search_path"
+
+
+def test_installing_twice_changes_nothing(empty_db):
+    conn = empty_db()
+    install(conn)
+    before = catalog_snapshot(conn, "entity_resolver")
+    report = install(conn)
+    assert report.applied_migrations == []
+    assert catalog_snapshot(conn, "entity_resolver") == before
+
+
+def test_upgrade_from_first_version_matches_a_fresh_install(empty_db):
+    old = empty_db()
+    install(old, upto=1)
+    assert installed_version(old) == 1
+    install(old)
+    fresh = empty_db()
+    install(fresh)
+    assert installed_version(old) == installed_version(fresh) == len(migrations())
+    assert catalog_snapshot(old, "entity_resolver") == catalog_snapshot(fresh, "entity_resolver")
+
+
+def test_install_into_a_schema_name_that_needs_quoting(empty_db):
+    conn = empty_db()
+    install(conn, schema="Memory Layer")
+    assert conn.execute("SELECT to_regclass('\"Memory Layer\".entities')").fetchone()[0] is not None
+    install(conn, schema="Memory Layer")
+    assert installed_version(conn, "Memory Layer") == len(migrations())
+
+
+def test_install_creates_the_extensions(empty_db):
+    conn = empty_db()
+    install(conn)
+    exts = {r[0] for r in conn.execute("SELECT extname FROM pg_extension")}
+    assert {"plpython3u", "pg_trgm"} <= exts
+
+
+def test_missing_plpython_names_the_os_package(empty_db, monkeypatch):
+    conn = empty_db()
+    # A server without PL/Python's files cannot be produced here: pretend the
+    # catalog of available extensions lacks it.
+    install_mod = sys.modules["entity_resolver.install"]
+
+    real = install_mod.extension_available
+    monkeypatch.setattr(install_mod, "extension_available",
+                        lambda c, name: False if name == "plpython3u" else real(c, name))
+    with pytest.raises(InstallError, match="postgresql-plpython3-15"):
+        install(conn)
+    assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'plpython3u'").fetchone()[0] == 0
+
+
+def test_unprivileged_user_is_told_a_superuser_must_create_the_extensions(empty_db):
+    admin = empty_db()
+    admin.execute("DROP ROLE IF EXISTS er_nobody")
+    admin.execute("CREATE ROLE er_nobody LOGIN")
+    admin.execute("GRANT CREATE ON DATABASE " + admin.info.dbname + " TO er_nobody")
+    try:
+        info = admin.info
+        with psycopg.connect(host=info.host, port=info.port, user="er_nobody", dbname=info.dbname,
+                             autocommit=True) as conn:
+            with pytest.raises(InstallError, match="superuser"):
+                install(conn)
+    finally:
+        admin.execute("REVOKE ALL ON DATABASE " + admin.info.dbname + " FROM er_nobody")
+        admin.execute("DROP OWNED BY er_nobody")
+        admin.execute("DROP ROLE er_nobody")
+
+
+def test_c_locale_database_gets_a_warning(c_locale_db):
+    conn = c_locale_db()
+    with pytest.warns(LocaleWarning, match="LC_CTYPE is C"):
+        report = install(conn)
+    assert report.warnings
+
+
+def test_utf8_database_gets_no_locale_warning(empty_db):
+    conn = empty_db()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LocaleWarning)
+        report = install(conn)
+    assert report.warnings == []
