@@ -1,0 +1,216 @@
+"""Words, numbers and the word check (SPEC section 3, "Word check")."""
+
+from difflib import SequenceMatcher
+
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from words import (extract_numbers, numbers_conflict, split_words, tokens_check,
+                   tokens_compatible, words_match)
+
+# Names made of a few short words over a small alphabet, so that shared
+# prefixes, near-misses and numbers actually occur.
+WORD = st.text(alphabet="abcdeo", min_size=1, max_size=6)
+NUMBER = st.integers(min_value=0, max_value=120).map(str)
+TOKEN = st.one_of(WORD, WORD, NUMBER)
+NAME = st.lists(TOKEN, min_size=0, max_size=4).map(" ".join)
+
+
+# -- split_words ---------------------------------------------------------------
+
+def test_words_are_runs_of_letters_and_digits():
+    assert split_words("gpt-4 turbo (2024)") == ["gpt", "4", "turbo", "2024"]
+
+
+def test_underscore_separates_words():
+    assert split_words("acme_corp") == ["acme", "corp"]
+
+
+def test_unicode_letters_are_word_characters():
+    assert split_words("são paulo — 東京") == ["são", "paulo", "東京"]
+
+
+def test_emoji_and_punctuation_are_not_words():
+    assert split_words("wren 🕯️!") == ["wren"]
+
+
+def test_name_without_letters_has_no_words():
+    assert split_words("🎵 --") == []
+
+
+# -- extract_numbers -----------------------------------------------------------
+
+def test_leading_zeros_are_dropped():
+    assert extract_numbers("ua0123") == {"123"}
+
+
+def test_zero_alone_is_kept():
+    assert extract_numbers("day 000") == {"0"}
+
+
+def test_all_zero_fraction_is_dropped():
+    assert extract_numbers("python 4.0") == {"4"}
+    assert extract_numbers("python 4.00") == {"4"}
+
+
+def test_fraction_with_trailing_zero_is_kept_whole():
+    assert extract_numbers("python 3.10") == {"3.10"}
+
+
+def test_leading_zeros_dropped_before_a_fraction():
+    assert extract_numbers("v03.50") == {"3.50"}
+
+
+def test_dotted_version_reads_as_two_numbers():
+    assert extract_numbers("v1.2.3") == {"1.2", "3"}
+
+
+def test_unicode_digits_are_read_as_their_value():
+    assert extract_numbers("room ١٠١") == {"101"}
+
+
+def test_name_without_digits_has_no_numbers():
+    assert extract_numbers("acme corp") == frozenset()
+
+
+# -- numbers_conflict ----------------------------------------------------------
+
+@pytest.mark.parametrize("a, b", [("room 101", "room 102"), ("ua123", "ua124")])
+def test_different_numbers_conflict(a, b):
+    assert numbers_conflict(a, b)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("q3 earnings", "q3 2024 earnings"),
+    ("python", "python 3"),
+    ("ua0123", "ua123"),
+    ("python 4.0", "python 4"),
+    ("acme", "acme corp"),
+])
+def test_subset_of_numbers_does_not_conflict(a, b):
+    assert not numbers_conflict(a, b)
+
+
+# -- words_match ---------------------------------------------------------------
+
+def test_equal_words_match():
+    assert words_match("smith", "smith")
+
+
+def test_prefix_matches_either_way():
+    assert words_match("corp", "corporation")
+    assert words_match("corporation", "corp")
+
+
+def test_accent_dropped_matches():
+    # são/sao is 0.67
+    assert words_match("são", "sao")
+
+
+def test_different_first_names_do_not_match():
+    # john/jane is 0.50
+    assert not words_match("john", "jane")
+
+
+# -- tokens_compatible: every SPEC example, both ways --------------------------
+
+@pytest.mark.parametrize("m, c", [
+    ("são paulo", "sao paulo"),
+    ("microsoft corp", "microsoft corporation"),
+    ("john a smith", "john smith"),
+    ("alice", "alice chen"),
+    ("q3 earnings", "q3 2024 earnings"),
+    ("python", "python 3"),
+    ("wren 🎵", "wren"),
+    ("gpt-4", "gpt 4"),
+])
+def test_spec_compatible_pairs(m, c):
+    assert tokens_compatible(m, c)
+    assert tokens_compatible(c, m)
+
+
+@pytest.mark.parametrize("m, c", [
+    ("john smith", "jane smith"),
+    ("new york", "new jersey"),
+    ("room 101", "room 102"),
+    ("ua123", "ua124"),
+])
+def test_spec_incompatible_pairs(m, c):
+    assert not tokens_compatible(m, c)
+    assert not tokens_compatible(c, m)
+
+
+def test_two_one_word_names_are_compatible():
+    # "tigran"/"iran" is left to the trigram floor, not the word check.
+    assert tokens_compatible("tigran", "iran")
+
+
+def test_first_name_must_be_covered_on_a_tie():
+    # Two words each: smith/smith covers "smith smith" but "jones" is not
+    # covered by "smith smith".
+    assert tokens_compatible("smith smith", "smith jones")
+    assert not tokens_compatible("smith jones", "smith smith")
+
+
+def test_numbers_are_checked_before_words():
+    assert tokens_check("room 101", "room 102") == "numbers"
+
+
+def test_word_failure_is_reported():
+    assert tokens_check("john smith", "jane smith") == "words"
+
+
+def test_compatible_names_report_nothing():
+    assert tokens_check("john a smith", "john smith") is None
+
+
+# -- properties -----------------------------------------------------------------
+
+@hsettings(max_examples=2000)
+@given(NAME, NAME)
+def test_tokens_compatible_symmetric_when_word_counts_differ(m, c):
+    if len(split_words(m)) != len(split_words(c)):
+        assert tokens_compatible(m, c) == tokens_compatible(c, m)
+
+
+@hsettings(max_examples=2000)
+@given(NAME, NAME)
+def test_numbers_conflict_is_symmetric(a, b):
+    assert numbers_conflict(a, b) == numbers_conflict(b, a)
+
+
+@hsettings(max_examples=2000)
+@given(NAME)
+def test_a_name_is_compatible_with_itself(name):
+    assert tokens_compatible(name, name)
+
+
+@hsettings(max_examples=2000)
+@given(NAME, NUMBER)
+def test_adding_a_number_never_creates_a_conflict(name, number):
+    assert not numbers_conflict(name, name + " " + number)
+
+
+@hsettings(max_examples=2000)
+@given(WORD, WORD)
+def test_words_match_is_prefix_or_ratio(a, b):
+    expected = (a.startswith(b) or b.startswith(a)
+                or SequenceMatcher(None, a, b).ratio() >= 0.6)
+    assert words_match(a, b) == expected
+
+
+@hsettings(max_examples=2000)
+@given(st.text(max_size=30))
+def test_words_hold_only_letters_and_digits(name):
+    for word in split_words(name):
+        assert word and "_" not in word and all(ch.isalnum() for ch in word)
+
+
+@hsettings(max_examples=2000)
+@given(st.text(max_size=30))
+def test_numbers_have_no_leading_zero_and_no_zero_fraction(name):
+    for number in extract_numbers(name):
+        whole, _, fraction = number.partition(".")
+        assert whole == "0" or not whole.startswith("0")
+        assert fraction == "" or fraction.strip("0")
+        assert number.replace(".", "").isascii()
