@@ -337,14 +337,16 @@ def test_module_never_case_folds_in_python(name):
 
 
 def test_modules_load_from_source_rows_in_order(monkeypatch):
-    # The installer execs each source into a fresh module, in this order,
-    # registering it only afterwards; a later module imports earlier ones.
+    # As _load_modules does: each source is exec'd, in order, into a module
+    # named "entity_resolver_<name>" that sys.modules knows only as "<name>"
+    # (for "import words"). Dataclasses must not need their __module__ there.
     for name in MODULES:
         monkeypatch.delitem(sys.modules, name, raising=False)
     for name in MODULES:
-        module = types.ModuleType(name)
-        exec(compile((PLPYTHON / (name + ".py")).read_text(), name + ".py", "exec"), module.__dict__)
+        module = types.ModuleType("entity_resolver_" + name)
         sys.modules[name] = module
+        exec(compile((PLPYTHON / (name + ".py")).read_text(), name + ".py", "exec"), module.__dict__)
+    assert "entity_resolver_scoring" not in sys.modules
     _, chosen = sys.modules["scoring"].evaluate(
         "wren", [sys.modules["scoring"].Candidate(1, "wren", 1.0, None)], [], NOW,
         sys.modules["settings"].DEFAULTS)
