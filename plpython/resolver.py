@@ -31,6 +31,29 @@ ELEMENT_KEYS = ("text", "nearby", "event_date", "resolve")
 
 _PLANS = {}
 
+# Statements executed by the current (or last) call of this session: the
+# design promises a fixed handful per call whatever the batch size, and
+# _last_call_statements() lets a test hold it to that.
+_COUNTER = {"statements": 0}
+
+
+def _execute(plpy, plan, args=None):
+    """Execute a prepared plan (or query text), counting it for last_call_statements."""
+    _COUNTER["statements"] += 1
+    if args is None:
+        return plpy.execute(plan)
+    return plpy.execute(plan, args)
+
+
+def _start_call():
+    """Start counting the statements of a new call."""
+    _COUNTER["statements"] = 0
+
+
+def last_call_statements():
+    """How many SQL statements the last resolve or explain call of this session ran."""
+    return _COUNTER["statements"]
+
 
 def _plan(plpy, name, query, types):
     """Prepare a statement once per session (the module lives in GD)."""
@@ -44,7 +67,8 @@ def _plan(plpy, name, query, types):
 def _trgm_schema(plpy):
     schema = _PLANS.get("@trgm@")
     if schema is None:
-        schema = plpy.execute(
+        schema = _execute(
+            plpy,
             "SELECT e.extnamespace::regnamespace::text AS s FROM pg_catalog.pg_extension e"
             " WHERE e.extname = 'pg_trgm'"
         )[0]["s"]
@@ -204,7 +228,7 @@ def _check_bank(bank_id):
         raise InputError("must not be empty or blank", "bank_id")
     if len(bank_id) > MAX_BANK_CHARS:
         raise InputError("is %d characters long; the limit is %d" % (len(bank_id), MAX_BANK_CHARS),
-                         "bank_id")
+                         "bank_id", "22001")
 
 
 def _check_text(text, argument):
@@ -220,6 +244,25 @@ def _check_text(text, argument):
             % (len(text), MAX_NAME_CHARS), argument, "22001")
 
 
+def _parse_int(digits):
+    """A JSON integer; one too long for a float becomes +-inf, which every check refuses."""
+    # jsonb prints 1e5000 as 5,001 digits: int() refuses strings over 4,300
+    # digits and float(int) overflows past 1e308, while float() of the text
+    # is simply inf, so the validators can name the key that holds it.
+    return int(digits) if len(digits) <= 300 else float(digits)
+
+
+def _load_json(raw, argument):
+    """Parse a jsonb argument's text; what jsonb holds but Python cannot is bad input."""
+    # jsonb accepts 5,000 nested arrays; Python's json module stops at its
+    # recursion limit.
+    try:
+        return json.loads(raw, parse_int=_parse_int)
+    except RecursionError:
+        pass
+    raise InputError("is nested too deeply", argument)
+
+
 def _json_type(value):
     return settings_mod._type_name(value)
 
@@ -228,7 +271,7 @@ def parse_mentions(raw):
     """Parse the ``mentions`` jsonb argument (text) into items; errors name the element."""
     if raw is None:
         raise InputError("must not be null", "mentions", "22004")
-    value = json.loads(raw)
+    value = _load_json(raw, "mentions")
     if not isinstance(value, list):
         raise InputError("must be a JSON array, got %s" % _json_type(value), "mentions")
     items = []
@@ -270,8 +313,19 @@ def _settings_and_labels(row):
     return settings_mod.effective_settings(overrides), labels.LabelMatcher(lowered)
 
 
+# Python's datetime spans years 1 to 9999; PostgreSQL's timestamptz goes
+# further and has 'infinity'. An event date outside this span is refused
+# (it would also pin last_seen at infinity, so recency could never count).
+MIN_EPOCH = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
+MAX_EPOCH = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp()
+
+
 def _datetime(epoch):
-    if epoch is None:
+    """A stored or given epoch as a datetime; None when missing or out of Python's range."""
+    # A stored last_seen outside the range (written by hand, say 'infinity')
+    # is further than any window from every accepted event date: recency 0,
+    # exactly as for a missing date.
+    if epoch is None or not MIN_EPOCH <= epoch <= MAX_EPOCH:
         return None
     return datetime.fromtimestamp(epoch, timezone.utc)
 
@@ -282,7 +336,7 @@ def _prepare(plpy, texts, dates, probe, date_arguments):
     failed = None
     try:
         with plpy.subtransaction():
-            row = plpy.execute(plan, [texts, dates, repr(float(probe))])[0]
+            row = _execute(plpy, plan, [texts, dates, repr(float(probe))])[0]
     except plpy.SPIError as exc:
         failed = exc
     if failed is not None:
@@ -292,11 +346,15 @@ def _prepare(plpy, texts, dates, probe, date_arguments):
                 continue
             try:
                 with plpy.subtransaction():
-                    plpy.execute(plan, [[], [date], repr(float(probe))])
+                    _execute(plpy, plan, [[], [date], repr(float(probe))])
             except plpy.SPIError:
                 raise InputError("is not a valid timestamp: %s" % json.dumps(date, ensure_ascii=False),
                                  date_arguments[index], "22007")
         raise failed
+    for index, epoch in enumerate(row["epochs"]):
+        if epoch is not None and not MIN_EPOCH <= epoch <= MAX_EPOCH:
+            raise InputError("is out of range (%s): event dates must be finite, years 1 to 9999"
+                             % row["dates"][index], date_arguments[index], "22007")
     return row["lowered"], row["epochs"], row["dates"]
 
 
@@ -308,13 +366,14 @@ def resolve_items(plpy, bank_id, items, default_event_date):
     Items: {"text", "nearby" (list or None: the other texts of the batch),
     "event_date" (timestamptz text or None: the default), "resolve"}.
     """
+    _start_call()
     _check_bank(bank_id)
     if not items:
         return []
     for i, item in enumerate(items):
         _check_text(item.get("text"), item.get("text_argument") or "mentions[%d].text" % i)
 
-    row = plpy.execute(_plan(plpy, "bank_upsert", SQL_BANK_UPSERT, ["text"]), [bank_id])
+    row = _execute(plpy, _plan(plpy, "bank_upsert", SQL_BANK_UPSERT, ["text"]), [bank_id])
     cfg, matcher = _settings_and_labels(row[0] if row else None)
     probe = max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
 
@@ -327,10 +386,14 @@ def resolve_items(plpy, bank_id, items, default_event_date):
         if it.get("nearby") is not None:
             texts.extend(x for x in it["nearby"] if isinstance(x, str))
         nearby_spans.append((start, len(texts)))
-    dates = [it.get("event_date") or default_event_date for it in items]
+    # An element's own event_date ("" included, which is not a date) is named
+    # by its argument; a missing one takes the call's event_date argument.
+    own = [it.get("event_date") is not None for it in items]
+    dates = [it["event_date"] if own[i] else default_event_date for i, it in enumerate(items)]
     lowered, epochs, canon_dates = _prepare(
         plpy, texts, dates, probe,
-        [it.get("date_argument") or "mentions[%d].event_date" % i for i, it in enumerate(items)])
+        [(it.get("date_argument") or "mentions[%d].event_date" % i) if own[i] else "event_date"
+         for i, it in enumerate(items)])
     keys = lowered[:n]
 
     results = [None] * n
@@ -353,8 +416,8 @@ def resolve_items(plpy, bank_id, items, default_event_date):
 
     existing = {}  # key -> (id, canonical_name, kind)
     if exact_needed:
-        for r in plpy.execute(_plan(plpy, "exact", SQL_EXACT, ["text", "text[]"]),
-                              [bank_id, list(exact_needed)]):
+        for r in _execute(plpy, _plan(plpy, "exact", SQL_EXACT, ["text", "text[]"]),
+                          [bank_id, list(exact_needed)]):
             existing[r["key"]] = (r["id"], r["canonical_name"], r["entity_kind"])
 
     # Candidates for all regular mentions at once (one probe per distinct key).
@@ -363,8 +426,8 @@ def resolve_items(plpy, bank_id, items, default_event_date):
     if regular:
         distinct = sorted({keys[i] for i in regular})
         by_key = {k: [] for k in distinct}
-        cand_rows = plpy.execute(
-            _plan(plpy, "candidates", SQL_CANDIDATES, ["text", "text[]", "int"]),
+        cand_rows = _execute(
+            plpy, _plan(plpy, "candidates", SQL_CANDIDATES, ["text", "text[]", "int"]),
             [bank_id, distinct, cfg["max_candidates"]])
         cand_ids = set()
         names_of = {}
@@ -378,8 +441,8 @@ def resolve_items(plpy, bank_id, items, default_event_date):
             if by_key[keys[i]]:
                 near_names.update(nearby_of(i))
         if cand_ids and near_names:
-            for r in plpy.execute(
-                    _plan(plpy, "partners", SQL_PARTNERS, ["text", "uuid[]", "text[]"]),
+            for r in _execute(
+                    plpy, _plan(plpy, "partners", SQL_PARTNERS, ["text", "uuid[]", "text[]"]),
                     [bank_id, sorted(cand_ids), sorted(near_names)]):
                 partners.setdefault(r["cand"], {})[r["name"]] = r["degree"]
         for i in regular:
@@ -415,8 +478,8 @@ def resolve_items(plpy, bank_id, items, default_event_date):
         form_keys = sorted(forms)
         pairs = []
         if 2 <= len(form_keys) <= cfg["intrabatch_max_names"]:
-            for r in plpy.execute(_plan(plpy, "similar", SQL_SIMILAR_PAIRS, ["text[]", "float8"]),
-                                  [form_keys, cfg["intrabatch_similarity"]]):
+            for r in _execute(plpy, _plan(plpy, "similar", SQL_SIMILAR_PAIRS, ["text[]", "float8"]),
+                              [form_keys, cfg["intrabatch_similarity"]]):
                 pairs.append((form_keys[r["a"] - 1], form_keys[r["b"] - 1]))
         clusters = clustering.cluster_forms(
             [{"key": f["key"], "spellings": f["spellings"], "first_seen": f["first_seen"]}
@@ -445,15 +508,15 @@ def resolve_items(plpy, bank_id, items, default_event_date):
     created = {}
     if to_insert:
         ordered = sorted(to_insert)
-        for r in plpy.execute(
-                _plan(plpy, "insert", SQL_INSERT, ["text", "text[]", "text[]", "timestamptz[]"]),
+        for r in _execute(
+                plpy, _plan(plpy, "insert", SQL_INSERT, ["text", "text[]", "text[]", "timestamptz[]"]),
                 [bank_id, [to_insert[k][0] for k in ordered], [to_insert[k][1] for k in ordered],
                  [to_insert[k][2] for k in ordered]]):
             created[r["key"]] = (r["id"], r["canonical_name"], r["entity_kind"])
         lost = [k for k in ordered if k not in created]
         if lost:
             # Another session created these names first: take its rows.
-            for r in plpy.execute(_plan(plpy, "exact", SQL_EXACT, ["text", "text[]"]), [bank_id, lost]):
+            for r in _execute(plpy, _plan(plpy, "exact", SQL_EXACT, ["text", "text[]"]), [bank_id, lost]):
                 existing[r["key"]] = (r["id"], r["canonical_name"], r["entity_kind"])
 
     def entity_for_key(k):
@@ -487,17 +550,18 @@ def _queue_mentions(plpy, bank_id, results, epochs, dates):
         if epochs[i] is not None and (entry[1] is None or epochs[i] > entry[1]):
             entry[1], entry[2] = epochs[i], dates[i]
     ids = sorted(agg)
-    plpy.execute(_plan(plpy, "queue", SQL_QUEUE_MENTIONS, ["text", "uuid[]", "bigint[]", "timestamptz[]"]),
-                 [bank_id, ids, [agg[k][0] for k in ids], [agg[k][2] for k in ids]])
+    _execute(plpy, _plan(plpy, "queue", SQL_QUEUE_MENTIONS, ["text", "uuid[]", "bigint[]", "timestamptz[]"]),
+             [bank_id, ids, [agg[k][0] for k in ids], [agg[k][2] for k in ids]])
 
 
 # -- explain -----------------------------------------------------------------
 
 def explain(plpy, bank_id, mention, nearby, event_date):
     """Return explain_mention's rows: every candidate with its signals and decision."""
+    _start_call()
     _check_bank(bank_id)
     _check_text(mention, "mention")
-    rows = plpy.execute(_plan(plpy, "bank_read", SQL_BANK_READ, ["text"]), [bank_id])
+    rows = _execute(plpy, _plan(plpy, "bank_read", SQL_BANK_READ, ["text"]), [bank_id])
     cfg, matcher = _settings_and_labels(rows[0] if rows else None)
     probe = max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
     texts = [mention] + [x for x in (nearby or []) if x is not None]
@@ -506,20 +570,20 @@ def explain(plpy, bank_id, mention, nearby, event_date):
     out = []
     if matcher and matcher.is_label(key):
         # A label resolves by exact match only: the row it names, if any.
-        for r in plpy.execute(_plan(plpy, "exact", SQL_EXACT, ["text", "text[]"]), [bank_id, [key]]):
+        for r in _execute(plpy, _plan(plpy, "exact", SQL_EXACT, ["text", "text[]"]), [bank_id, [key]]):
             out.append({"candidate_id": r["id"], "canonical_name": r["canonical_name"],
                         "trigram_similarity": 1.0, "tokens_compatible": True, "name_similarity": 1.0,
                         "cooccurrence": None, "recency": None, "score": 1.0, "decision": scoring.CHOSEN})
         return out
-    cand_rows = list(plpy.execute(
-        _plan(plpy, "explain_candidates", SQL_EXPLAIN_CANDIDATES, ["text", "text", "int", "int"]),
+    cand_rows = list(_execute(
+        plpy, _plan(plpy, "explain_candidates", SQL_EXPLAIN_CANDIDATES, ["text", "text", "int", "int"]),
         [bank_id, key, cfg["max_candidates"], EXPLAIN_LABEL_ROWS]))
     regular_ids = sorted({r["id"] for r in cand_rows if not r["is_label"]})
     partners = {}
     near_set = sorted(set(n for n in near if n))
     if regular_ids and near_set:
-        for r in plpy.execute(_plan(plpy, "partners", SQL_PARTNERS, ["text", "uuid[]", "text[]"]),
-                              [bank_id, regular_ids, near_set]):
+        for r in _execute(plpy, _plan(plpy, "partners", SQL_PARTNERS, ["text", "uuid[]", "text[]"]),
+                          [bank_id, regular_ids, near_set]):
             partners.setdefault(r["cand"], {})[r["name"]] = r["degree"]
     # Probe order: similarity descending, then id (labels interleaved; they
     # are never scored, so they cannot change a tie).
@@ -589,11 +653,11 @@ def configure_bank_sql(plpy, bank_id, settings_json):
     _check_bank(bank_id)
     if settings_json is None:
         raise InputError("must not be null", "settings", "22004")
-    overrides = settings_mod.validate_settings(json.loads(settings_json), "settings")
-    plpy.execute(_plan(plpy, "configure",
-                       "INSERT INTO banks (bank_id, settings) VALUES ($1, $2::jsonb)"
-                       " ON CONFLICT (bank_id) DO UPDATE SET settings = excluded.settings",
-                       ["text", "text"]), [bank_id, json.dumps(overrides)])
+    overrides = settings_mod.validate_settings(_load_json(settings_json, "settings"), "settings")
+    _execute(plpy, _plan(plpy, "configure",
+                         "INSERT INTO banks (bank_id, settings) VALUES ($1, $2::jsonb)"
+                         " ON CONFLICT (bank_id) DO UPDATE SET settings = excluded.settings",
+                         ["text", "text"]), [bank_id, json.dumps(overrides)])
     return json.dumps(settings_mod.effective_settings(overrides))
 
 
@@ -601,32 +665,32 @@ def set_entity_labels_sql(plpy, bank_id, labels_json):
     _check_bank(bank_id)
     if labels_json is None:
         raise InputError("must not be null", "labels", "22004")
-    config = labels.validate_labels(json.loads(labels_json), "labels")
+    config = labels.validate_labels(_load_json(labels_json, "labels"), "labels")
     # Two keys or two values equal after PostgreSQL's lower() would make
     # labels that cannot be told apart.
     keys = []
     for a in config["attributes"]:
         keys.append(a["key"])
-    rows = plpy.execute(_plan(plpy, "lower_array",
-                              "SELECT ARRAY(SELECT lower(t) FROM unnest($1::text[]) WITH ORDINALITY"
-                              " AS u (t, i) ORDER BY i) AS l", ["text[]"]), [keys])
+    rows = _execute(plpy, _plan(plpy, "lower_array",
+                                "SELECT ARRAY(SELECT lower(t) FROM unnest($1::text[]) WITH ORDINALITY"
+                                " AS u (t, i) ORDER BY i) AS l", ["text[]"]), [keys])
     seen = {}
     for i, k in enumerate(rows[0]["l"]):
         if k in seen:
             raise InputError('attributes[%d].key "%s" duplicates attributes[%d].key after lower()'
                              % (i, keys[i], seen[k]), "labels")
         seen[k] = i
-    plpy.execute(_plan(plpy, "set_labels",
-                       "INSERT INTO banks (bank_id, entity_labels) VALUES ($1, $2::jsonb)"
-                       " ON CONFLICT (bank_id) DO UPDATE SET entity_labels = excluded.entity_labels",
-                       ["text", "text"]), [bank_id, json.dumps(config)])
+    _execute(plpy, _plan(plpy, "set_labels",
+                         "INSERT INTO banks (bank_id, entity_labels) VALUES ($1, $2::jsonb)"
+                         " ON CONFLICT (bank_id) DO UPDATE SET entity_labels = excluded.entity_labels",
+                         ["text", "text"]), [bank_id, json.dumps(config)])
     return json.dumps(config)
 
 
 def labels_json_schema_sql(plpy, bank_id, _unused=None):
     _check_bank(bank_id)
-    rows = plpy.execute(_plan(plpy, "labels_read", "SELECT entity_labels::text AS l FROM banks"
-                              " WHERE bank_id = $1", ["text"]), [bank_id])
+    rows = _execute(plpy, _plan(plpy, "labels_read", "SELECT entity_labels::text AS l FROM banks"
+                                " WHERE bank_id = $1", ["text"]), [bank_id])
     config = json.loads(rows[0]["l"]) if rows else {}
     return json.dumps(labels.json_schema(config))
 

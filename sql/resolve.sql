@@ -198,3 +198,19 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz) IS
 'Show every candidate for a mention with its signals, score and decision (below_floor, word_mismatch, label_row, below_threshold, outscored, chosen). Writes nothing; probes down to trigram similarity 0.15.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}._last_call_statements()
+RETURNS integer
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+key = "entity_resolver:{{ code_version }}"
+if key not in GD:
+    plpy.execute(plpy.prepare("SELECT _load_modules($1)", ["text"]), [key])
+return GD[key]["resolver"].last_call_statements()
+$$;
+
+COMMENT ON FUNCTION {{ schema }}._last_call_statements() IS
+'Internal: how many SQL statements the last resolve or explain call of this session ran (a call runs a fixed handful whatever its batch size).';

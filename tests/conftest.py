@@ -44,7 +44,9 @@ def pg_cluster() -> Iterator[EmbeddedCluster]:
 
 
 def _install_loader(**kwargs) -> None:
-    with psycopg.connect(**kwargs, autocommit=True) as conn:
+    # The janitor passes its own autocommit flag; the installer needs autocommit.
+    kwargs["autocommit"] = True
+    with psycopg.connect(**kwargs) as conn:
         install(conn, SCHEMA)
 
 

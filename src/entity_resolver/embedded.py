@@ -203,3 +203,25 @@ class EmbeddedCluster:
             "log": str(self.logfile),
             "server_user": SERVER_USER if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name,
         }
+
+    # -- helpers for the command-line tool (added; the lifecycle above is unchanged)
+    def ensure_database(self, dbname: str) -> bool:
+        """Create ``dbname`` (UTF-8, the cluster's C.UTF-8 locale) if absent; True if created."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
+            if exists:
+                return False
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+            except psycopg.errors.DuplicateDatabase:
+                return False  # another command created it at the same moment
+            return True
+
+    def stop_hint(self) -> str:
+        """The command that stops this cluster."""
+        if self.datadir == DEFAULT_DATADIR:
+            return "entity-resolver db stop"
+        return f"entity-resolver db stop --data-dir {self.datadir}"

@@ -28,8 +28,11 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -236,9 +239,16 @@ def parse_fact(text: str, line: int, bank: Optional[str] = None) -> FactRecord:
 
 # -- reading ---------------------------------------------------------------
 
+def spool_stdin() -> Path:
+    """Copy standard input to a temporary file (the import reads its input twice)."""
+    fd, name = tempfile.mkstemp(prefix="entity_resolver-import-", suffix=".jsonl")
+    with os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    return Path(name)
+
+
 def _open(path: Union[str, Path]) -> io.BufferedIOBase:
     if str(path) == "-":
-        # Two passes need the stream twice: stdin is read into memory once.
         return io.BytesIO(sys.stdin.buffer.read())
     path = Path(path)
     if path.suffix == ".gz":
@@ -255,7 +265,7 @@ def iter_lines(path: Union[str, Path]) -> Iterator[Tuple[int, Optional[str], Opt
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield number, None, f"not valid UTF-8 at byte {exc.start}"
+                yield number, None, f"not valid UTF-8 (byte {exc.start + 1} of the line)"
                 continue
             if text.strip():
                 yield number, text, None
@@ -482,6 +492,13 @@ def import_file(
     """
     if batch_size < 1:
         raise ValueError("batch: must be at least 1")
+    if str(path) == "-":
+        spooled = spool_stdin()
+        try:
+            return import_file(conn, spooled, bank=bank, batch_size=batch_size, skip_bad=skip_bad,
+                               schema=schema, on_batch=on_batch)
+        finally:
+            spooled.unlink()
     started = time.monotonic()
     result = scanned if scanned is not None else scan(path, bank)
     summary = ImportSummary(banks=sorted(result.banks))

@@ -202,6 +202,15 @@ def install(
         raise InstallError("install() needs a connection that is not inside a transaction")
     conn.autocommit = True
     try:
+        superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+        if not (superuser and superuser[0]):
+            # PL/Python is an untrusted language: only a superuser may create
+            # functions in it (and the plpython3u extension itself).
+            raise InstallError(
+                f"installing needs a superuser: role {conn.info.user} may not create PL/Python "
+                f"(plpython3u) functions; run the installer as a superuser, then grant the "
+                f"usage role ({schema}_user) to application roles"
+            )
         warning = check_locale(conn)
         if warning:
             report.warnings.append(warning)

@@ -1,0 +1,1 @@
+"""Benchmark and evaluation inputs: the seeded corpus generator and its corpora."""

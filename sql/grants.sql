@@ -1,0 +1,350 @@
+-- Least privilege and bank isolation (docs/security.md). Applied last, on
+-- every install: the end state is exact whatever an earlier version granted.
+--
+-- Two group roles (NOLOGIN; cluster-wide, so named after the schema and
+-- created only if missing):
+--   <schema>_user       uses every bank: entity_resolver_user by default.
+--   <schema>_bank_user  uses only the banks bound to it in bank_roles
+--                       (grant_bank_access), enforced by row-level security.
+-- Both hold exactly the privileges the functions, the facts table and the
+-- views need; every function runs as its caller (SECURITY INVOKER), so a
+-- caller can never do through a function what it could not do directly.
+-- Installing needs a superuser (plpython3u is untrusted); using needs only
+-- membership in one of these roles.
+
+CREATE OR REPLACE FUNCTION {{ schema }}._role_name(suffix text)
+RETURNS name
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+    -- current_schema() is this installation's schema (the first entry of the
+    -- search_path above). A role name holds 63 bytes: a longer one would be
+    -- truncated silently and could collide, so it becomes a digest instead.
+    SELECT (
+        CASE
+            WHEN octet_length(current_schema() || '_' || suffix) <= 63
+                THEN current_schema() || '_' || suffix
+            ELSE 'er_' || left(md5(current_schema()), 16) || '_' || suffix
+        END
+    )::name
+$$;
+
+COMMENT ON FUNCTION {{ schema }}._role_name(text) IS
+'Internal: the name of one of this installation''s roles (<schema>_<suffix>, or a digest when too long).';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.usage_role()
+RETURNS name
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+    SELECT _role_name('user')
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.usage_role() IS
+'The role to grant to applications that use every bank (entity_resolver_user for the default schema).';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.bank_user_role()
+RETURNS name
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+    SELECT _role_name('bank_user')
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.bank_user_role() IS
+'The role whose members see only the banks bound to them (grant_bank_access gives it).';
+
+-- ---------------------------------------------------------------------------
+-- Bank isolation: binding roles to banks (administrators only)
+-- ---------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION {{ schema }}.grant_bank_access(bank_id text, role_name name)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+DECLARE
+    target oid;
+    unrestricted boolean;
+    bank_user name := _role_name('bank_user');
+    everything name := _role_name('user');
+    owner oid;
+BEGIN
+    IF grant_bank_access.bank_id IS NULL
+        OR btrim(grant_bank_access.bank_id) = ''
+        OR char_length(grant_bank_access.bank_id) > 100 THEN
+        RAISE EXCEPTION 'bank_id: must be 1 to 100 characters, not blank, got %',
+            coalesce(quote_literal(grant_bank_access.bank_id), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT r.oid, r.rolsuper OR r.rolbypassrls
+    INTO target, unrestricted
+    FROM pg_roles AS r
+    WHERE r.rolname = grant_bank_access.role_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'role_name: role % does not exist', coalesce(quote_ident(grant_bank_access.role_name), 'NULL')
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    -- Row-level security does not apply to these roles: binding them would
+    -- promise an isolation that does not exist.
+    SELECT c.relowner INTO owner FROM pg_class AS c WHERE c.oid = 'banks'::regclass;
+    IF unrestricted OR pg_has_role(target, owner, 'USAGE') THEN
+        RAISE EXCEPTION 'role_name: % is a superuser, has BYPASSRLS or owns the tables; row-level security cannot restrict it',
+            quote_ident(grant_bank_access.role_name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_has_role(target, everything, 'USAGE') THEN
+        RAISE EXCEPTION 'role_name: % is a member of %, which uses every bank',
+            quote_ident(grant_bank_access.role_name), quote_ident(everything)
+            USING ERRCODE = 'invalid_parameter_value',
+            HINT = format('REVOKE %I FROM %I first.', everything, grant_bank_access.role_name);
+    END IF;
+    INSERT INTO bank_roles (bank_id, role_name)
+    VALUES (grant_bank_access.bank_id, grant_bank_access.role_name)
+    ON CONFLICT ON CONSTRAINT bank_roles_pkey DO NOTHING;
+    IF NOT pg_has_role(target, bank_user, 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', bank_user, grant_bank_access.role_name);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.grant_bank_access(text, name) IS
+'Administrators: let role_name (and roles that inherit from it) use bank_id, and no bank it is not bound to. '
+'Grants the bank-user role; refuses superusers, BYPASSRLS roles and members of the usage role.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.revoke_bank_access(bank_id text, role_name name)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+DECLARE
+    bank_user name := _role_name('bank_user');
+BEGIN
+    DELETE FROM bank_roles AS b
+    WHERE b.bank_id = revoke_bank_access.bank_id AND b.role_name = revoke_bank_access.role_name;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    -- The last binding gone, the membership goes too (it would give nothing).
+    IF NOT EXISTS (SELECT 1 FROM bank_roles AS b WHERE b.role_name = revoke_bank_access.role_name)
+        AND EXISTS (
+            SELECT 1
+            FROM pg_auth_members AS m
+            WHERE
+                m.roleid = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = bank_user)
+                AND m.member = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = revoke_bank_access.role_name)
+        ) THEN
+        EXECUTE format('REVOKE %I FROM %I', bank_user, revoke_bank_access.role_name);
+    END IF;
+    RETURN TRUE;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.revoke_bank_access(text, name) IS
+'Administrators: remove a binding made by grant_bank_access; returns whether there was one.';
+
+-- ---------------------------------------------------------------------------
+-- Roles, privileges and policies
+-- ---------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION {{ schema }}._install_grants()
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+DECLARE
+    s name := current_schema();
+    -- (an oid, not s::regnamespace: that would parse the name as SQL)
+    ns oid := (SELECT n.oid FROM pg_namespace AS n WHERE n.nspname = current_schema());
+    everything name := _role_name('user');
+    bank_user name := _role_name('bank_user');
+    both_roles text;
+    trgm name;
+    obj record;
+    -- Bump the version when a policy below changes: policies are replaced
+    -- only then, so a plain reinstall does not re-create them (which takes
+    -- an ACCESS EXCLUSIVE lock on every table, stalling running writers).
+    marker text;
+    visible text;
+    own_binding text;
+    ours name [];
+BEGIN
+    -- Roles. Cluster-wide: another database may be creating them right now.
+    FOR obj IN
+        SELECT r.name, r.what
+        FROM (
+            VALUES
+            (everything, 'uses every bank'),
+            (bank_user, 'uses only the banks bound to it in bank_roles')
+        ) AS r (name, what)
+    LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_roles AS x WHERE x.rolname = obj.name) THEN
+            BEGIN
+                EXECUTE format('CREATE ROLE %I NOLOGIN', obj.name);
+                EXECUTE format(
+                    'COMMENT ON ROLE %I IS %L', obj.name,
+                    format('entity_resolver (schema %s): %s', s, obj.what)
+                );
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL;
+            END;
+        END IF;
+    END LOOP;
+    both_roles := format('%I, %I', everything, bank_user);
+
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %s', s, both_roles);
+    SELECT n.nspname
+    INTO trgm
+    FROM pg_extension AS e
+    INNER JOIN pg_namespace AS n ON e.extnamespace = n.oid
+    WHERE e.extname = 'pg_trgm';
+    IF trgm IS DISTINCT FROM s THEN
+        EXECUTE format('GRANT USAGE ON SCHEMA %I TO %s', trgm, both_roles);
+    END IF;
+
+    -- Tables and views: nothing, then the list. Objects of extensions
+    -- installed into the schema (pg_trgm) are left alone.
+    FOR obj IN
+        SELECT c.oid::regclass AS rel
+        FROM pg_class AS c
+        WHERE
+            c.relnamespace = ns
+            AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+            AND NOT EXISTS (
+                SELECT 1
+                FROM pg_depend AS d
+                WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+            )
+    LOOP
+        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %s', obj.rel, both_roles);
+    END LOOP;
+    -- What the functions do as their caller, table by table:
+    --   banks: created on first use; configure_bank / set_entity_labels.
+    --   entities: created by resolution; statistics applied by flushing;
+    --     metadata belongs to the application. Names are never renamed.
+    --   stats_queue: queued by resolution and linking, claimed (FOR UPDATE,
+    --     which needs an UPDATE privilege: queued_at, harmless) and deleted
+    --     by flushing.
+    --   facts: inserted, deleted (links go with them), content corrected.
+    FOR obj IN
+        SELECT t.tbl, t.privileges
+        FROM (
+            VALUES
+            ('banks', 'SELECT, INSERT, UPDATE (settings, entity_labels)'),
+            ('entities', 'SELECT, INSERT, UPDATE (mention_count, last_seen, metadata)'),
+            ('unit_entities', 'SELECT, INSERT, DELETE'),
+            ('entity_cooccurrences', 'SELECT, INSERT, UPDATE (cooccurrence_count, last_cooccurred)'),
+            ('stats_queue', 'SELECT, INSERT, DELETE, UPDATE (queued_at)'),
+            ('facts', 'SELECT, INSERT, DELETE, UPDATE (content)'),
+            ('plpython_modules', 'SELECT'),
+            ('schema_migrations', 'SELECT')
+        ) AS t (tbl, privileges)
+    LOOP
+        EXECUTE format('GRANT %s ON %I.%I TO %s', obj.privileges, s, obj.tbl, both_roles);
+    END LOOP;
+    EXECUTE format('GRANT SELECT ON %I.bank_roles TO %I', s, bank_user);
+    FOR obj IN
+        SELECT c.oid::regclass AS rel, c.reloptions
+        FROM pg_class AS c
+        WHERE c.relnamespace = ns AND c.relkind = 'v'
+    LOOP
+        -- A view reads its tables as its owner (the installer, who bypasses
+        -- row-level security) unless it is security_invoker.
+        IF NOT coalesce('security_invoker=true' = ANY(obj.reloptions), FALSE) THEN
+            EXECUTE format('ALTER VIEW %s SET (security_invoker = true)', obj.rel);
+        END IF;
+        EXECUTE format('GRANT SELECT ON %s TO %s', obj.rel, both_roles);
+    END LOOP;
+
+    -- Functions: EXECUTE for the two roles only (PostgreSQL grants it to
+    -- PUBLIC by default), except the administrators' functions.
+    FOR obj IN
+        SELECT p.oid::regprocedure AS fn, p.proname
+        FROM pg_proc AS p
+        WHERE
+            p.pronamespace = ns
+            AND NOT EXISTS (
+                SELECT 1
+                FROM pg_depend AS d
+                WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+            )
+    LOOP
+        EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, both_roles);
+        IF obj.proname NOT IN ('_install_grants', 'grant_bank_access', 'revoke_bank_access') THEN
+            EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %s', obj.fn, both_roles);
+        END IF;
+    END LOOP;
+
+    -- Row-level security on every table with a bank_id. The table owner and
+    -- superusers are not subject to it; the usage role sees every row (a
+    -- constant-true policy costs nothing and keeps every index usable); the
+    -- bank-user role sees the banks bound to a role it has the privileges of.
+    marker := format('entity_resolver bank isolation v1 (%s, %s)', everything, bank_user);
+    own_binding := 'role_name IN (SELECT r.rolname FROM pg_catalog.pg_roles AS r'
+        || ' WHERE pg_catalog.pg_has_role(r.oid, ''USAGE''))';
+    visible := format(
+        'bank_id IN (SELECT b.bank_id FROM %I.bank_roles AS b WHERE b.%s)', s, own_binding
+    );
+    FOR obj IN
+        SELECT c.oid::regclass AS rel, c.relname, c.relrowsecurity
+        FROM pg_class AS c
+        INNER JOIN pg_attribute AS a ON c.oid = a.attrelid AND a.attname = 'bank_id' AND NOT a.attisdropped
+        WHERE c.relnamespace = ns AND c.relkind IN ('r', 'p')
+    LOOP
+        IF NOT obj.relrowsecurity THEN
+            EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', obj.rel);
+        END IF;
+        ours := CASE WHEN obj.relname = 'bank_roles' THEN '{own_bindings}' ELSE '{all_banks,bound_banks}' END;
+        -- Replaced only when one of ours is missing or of another version.
+        IF (
+            SELECT count(*)
+            FROM pg_policy AS p
+            WHERE
+                p.polrelid = obj.rel
+                AND p.polname = ANY(ours)
+                AND obj_description(p.oid, 'pg_policy') = marker
+        ) <> cardinality(ours) THEN
+            EXECUTE format('DROP POLICY IF EXISTS all_banks ON %s', obj.rel);
+            EXECUTE format('DROP POLICY IF EXISTS bound_banks ON %s', obj.rel);
+            EXECUTE format('DROP POLICY IF EXISTS own_bindings ON %s', obj.rel);
+            IF obj.relname = 'bank_roles' THEN
+                -- A bank user reads its own bindings (the policies below
+                -- read them as the caller); only administrators write them.
+                EXECUTE format(
+                    'CREATE POLICY own_bindings ON %s FOR SELECT TO %I USING (%s)',
+                    obj.rel, bank_user, own_binding
+                );
+                EXECUTE format('COMMENT ON POLICY own_bindings ON %s IS %L', obj.rel, marker);
+            ELSE
+                EXECUTE format(
+                    'CREATE POLICY all_banks ON %s FOR ALL TO %I USING (TRUE) WITH CHECK (TRUE)',
+                    obj.rel, everything
+                );
+                EXECUTE format(
+                    'CREATE POLICY bound_banks ON %s FOR ALL TO %I USING (%s) WITH CHECK (%s)',
+                    obj.rel, bank_user, visible, visible
+                );
+                EXECUTE format('COMMENT ON POLICY all_banks ON %s IS %L', obj.rel, marker);
+                EXECUTE format('COMMENT ON POLICY bound_banks ON %s IS %L', obj.rel, marker);
+            END IF;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}._install_grants() IS
+'Internal (installer): create the usage roles if missing, grant exactly what they need, enable bank isolation.';
+
+SELECT {{ schema }}._install_grants();

@@ -1,0 +1,836 @@
+"""The ``entity-resolver`` command-line tool.
+
+Every command that needs a database takes ``--dsn`` (or ``ENTITY_RESOLVER_DSN``).
+Without one it uses the embedded cluster: a private PostgreSQL started (or
+reused) under a data directory it names, running as an unprivileged OS user
+when we are root, with entity_resolver installed in its ``entity_resolver``
+database. ``entity-resolver db stop`` stops it.
+
+Output is a table for people and, with ``--json``, JSON on stdout for scripts.
+Errors are one line on stderr (``error: SQLSTATE: message``) and exit status 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import psycopg
+import typer
+from psycopg import sql
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from entity_resolver import __version__
+from entity_resolver import importer as importer_mod
+from entity_resolver.client import Client, Explanation, dumps, to_jsonable
+from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
+from entity_resolver.install import InstallError, install, installed_version
+
+EMBEDDED_DB = "entity_resolver"
+
+app = typer.Typer(
+    name="entity-resolver",
+    help="PostgreSQL-native entity resolver: install, demo, import, explain, inspect.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+db_app = typer.Typer(help="The embedded PostgreSQL cluster (used when no --dsn is given).",
+                     no_args_is_help=True, rich_markup_mode=None)
+labels_app = typer.Typer(help="A bank's label vocabulary (exact-match entities).",
+                         no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(db_app, name="db")
+app.add_typer(labels_app, name="labels")
+
+# -- shared options --------------------------------------------------------------
+
+DsnOpt = Annotated[Optional[str], typer.Option(
+    "--dsn", envvar="ENTITY_RESOLVER_DSN", show_envvar=True,
+    help="PostgreSQL connection string; without it, the embedded cluster is used.")]
+SchemaOpt = Annotated[str, typer.Option(
+    "--schema", envvar="ENTITY_RESOLVER_SCHEMA", help="Schema entity_resolver is installed in.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+DataDirOpt = Annotated[Optional[Path], typer.Option(
+    "--data-dir", envvar="ENTITY_RESOLVER_DATADIR",
+    help=f"Data directory of the embedded cluster [default: {DEFAULT_DATADIR}].")]
+NearOpt = Annotated[Optional[List[str]], typer.Option(
+    "--near", help="Another mention of the same fact (repeatable): the co-occurrence signal.")]
+AtOpt = Annotated[Optional[str], typer.Option(
+    "--at", help="Event date (ISO 8601, or anything PostgreSQL reads as timestamptz) [default: now].")]
+
+
+def new_table(title: Optional[str] = None, **kwargs: Any) -> Table:
+    """A compact table: fits an 80-column terminal where a boxed one would wrap."""
+    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
+                 pad_edge=False, show_edge=False, collapse_padding=True, **kwargs)
+
+
+def _out() -> Console:
+    return Console(soft_wrap=False, highlight=False)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+class CliError(Exception):
+    """A failure to report as one line."""
+
+
+def _db_error(exc: psycopg.Error) -> Tuple[str, Optional[str]]:
+    diag = exc.diag
+    text = diag.message_primary or str(exc) or type(exc).__name__
+    msg = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    if exc.sqlstate == "42883" or exc.sqlstate == "3F000" or exc.sqlstate == "42P01":
+        msg += " (is entity_resolver installed in this schema? run: entity-resolver install)"
+    if isinstance(exc, psycopg.OperationalError) and not exc.sqlstate:
+        msg = f"cannot connect to PostgreSQL: {msg}"
+    if diag.message_hint:
+        msg += f" (hint: {diag.message_hint.strip().splitlines()[0]})"
+    return msg, exc.sqlstate
+
+
+def _handled(fn: Callable) -> Callable:
+    """Turn every expected failure into one line on stderr and exit status 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
+        sqlstate = None
+        try:
+            return fn(*args, **kwargs)
+        except psycopg.Error as exc:
+            msg, sqlstate = _db_error(exc)
+        except (CliError, InstallError, EmbeddedError, importer_mod.ImportFailed, ValueError, OSError) as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        except KeyboardInterrupt:
+            _err().print("interrupted")
+            raise typer.Exit(130)
+        line = f"error: {sqlstate}: {msg}" if sqlstate else f"error: {msg}"
+        _err().print(Text(line, style="red"))
+        if as_json:
+            print(json.dumps({"error": msg, "sqlstate": sqlstate}))
+        raise typer.Exit(1)
+
+    return wrapper
+
+
+# -- connecting ------------------------------------------------------------------
+
+def _embedded(data_dir: Optional[Path], quiet: bool = False) -> EmbeddedCluster:
+    cluster = EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster()
+    fresh = not cluster.initialized()
+    was_running = cluster.running()
+    if fresh and not quiet:
+        _err().print(f"creating a private PostgreSQL cluster in {cluster.datadir} (first run, a few seconds)")
+    cluster.start()
+    cluster.ensure_database(EMBEDDED_DB)
+    if not quiet:
+        verb = "using the" if was_running else "started the"
+        _err().print(
+            f"{verb} embedded PostgreSQL in {cluster.datadir} (127.0.0.1:{cluster.port}); "
+            f"stop it with: {cluster.stop_hint()}",
+            style="dim",
+        )
+    return cluster
+
+
+def _connect(dsn: Optional[str], schema: str, data_dir: Optional[Path] = None, *,
+             need_install: bool = True, quiet: bool = False) -> psycopg.Connection:
+    """An autocommit connection: to ``dsn``, or to the embedded cluster (installed on demand)."""
+    if dsn:
+        conn = psycopg.connect(dsn, autocommit=True)
+        if need_install and installed_version(conn, schema) == 0:
+            conn.close()
+            raise CliError(
+                f"entity_resolver is not installed in schema {schema!r} of this database: "
+                f"run: entity-resolver install --dsn ... --schema {schema}"
+            )
+        return conn
+    cluster = _embedded(data_dir, quiet=quiet)
+    conn = psycopg.connect(cluster.dsn(EMBEDDED_DB), autocommit=True)
+    if need_install:
+        # The embedded database is ours: keep it at the installed package's version.
+        report = install(conn, schema)
+        if report.applied_migrations and not quiet:
+            _err().print(f"installed entity_resolver in schema {schema} "
+                         f"(migrations {', '.join(map(str, report.applied_migrations))})", style="dim")
+    return conn
+
+
+@contextmanager
+def _client(dsn: Optional[str], schema: str, data_dir: Optional[Path] = None,
+            quiet: bool = False) -> Iterator[Client]:
+    """A Client on a connection of its own, closed at the end of the block."""
+    conn = _connect(dsn, schema, data_dir, quiet=quiet)
+    try:
+        yield Client(conn, schema=schema)
+    finally:
+        conn.close()
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return str(value)
+
+
+def _print_json(value: Any) -> None:
+    print(dumps(value))
+
+
+# -- install ---------------------------------------------------------------------
+
+@app.command("install")
+@_handled
+def install_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver",
+                data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+    """Install or upgrade entity_resolver in a database (idempotent)."""
+    import warnings
+
+    if dsn:
+        conn = psycopg.connect(dsn, autocommit=True)
+    else:
+        conn = _connect(None, schema, data_dir, need_install=False, quiet=as_json)
+    with conn:
+        before = installed_version(conn, schema)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = install(conn, schema)
+        where = f"{conn.info.dbname} on {conn.info.host}:{conn.info.port}"
+    if as_json:
+        _print_json({"schema": report.schema, "database": where, "previous_version": before,
+                     "version": report.version, "applied_migrations": report.applied_migrations,
+                     "code_version": report.code_version, "warnings": report.warnings})
+        return
+    out = _out()
+    if report.applied_migrations:
+        out.print(f"installed entity_resolver in schema {report.schema} of {where}: "
+                  f"migrations {', '.join(map(str, report.applied_migrations))} applied "
+                  f"(version {before} -> {report.version})")
+    else:
+        out.print(f"entity_resolver in schema {report.schema} of {where} is at version "
+                  f"{report.version}; functions re-applied (code {report.code_version})")
+    for w in report.warnings:
+        _err().print(Text(f"warning: {w}", style="yellow"))
+
+
+# -- demo ------------------------------------------------------------------------
+
+@app.command("demo")
+@_handled
+def demo_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+             bank: Annotated[str, typer.Option("--bank", help="Bank the story is loaded into.")] = "demo",
+             reset: Annotated[bool, typer.Option(
+                 "--reset", help="Wipe the bank first if it exists (always done on the embedded cluster).")] = False,
+             as_json: JsonOpt = False) -> None:
+    """Play the two-Alexes story, with the reason for each decision."""
+    from entity_resolver import demo
+
+    if dsn:
+        conn = psycopg.connect(dsn, autocommit=True)
+        if installed_version(conn, schema) == 0:
+            _err().print(f"installing entity_resolver in schema {schema}", style="dim")
+        install(conn, schema)
+    else:
+        conn = _connect(None, schema, data_dir, quiet=as_json)
+        reset = True
+    with conn:
+        ok = demo.run(conn, schema=schema, bank=bank, reset=reset,
+                      console=None if as_json else _out(), as_json=as_json,
+                      embedded=not dsn)
+    if not ok:
+        raise typer.Exit(1)
+
+
+# -- import ----------------------------------------------------------------------
+
+@app.command("import")
+@_handled
+def import_cmd(
+    file: Annotated[str, typer.Argument(help="JSON Lines file of facts (.jsonl, .jsonl.gz, or - for stdin).")],
+    bank: Annotated[Optional[str], typer.Option("--bank", help="Load every fact into this bank (overrides bank_id).")] = None,
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Facts per transaction.")] = importer_mod.DEFAULT_BATCH,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip bad lines (reported) instead of rejecting the file.")] = False,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bulk-load a JSON Lines file of facts (resumable).
+
+    One fact per line; content, event_date, gold and resolve are optional:
+
+    \b
+    {"fact_id": "f1", "bank_id": "team", "event_date": "2026-03-01T10:00:00Z",
+     "content": "...", "mentions": [{"text": "Alex", "gold": "p-17"}, "Acme"]}
+
+    The file is validated first: a bad line is reported with its number and
+    nothing is written (or it is skipped with --skip-bad). Each batch is one
+    transaction through the facts trigger. Facts whose id is already present
+    are skipped, so re-running after an interruption neither loses nor
+    duplicates anything.
+    """
+    if file == "-":
+        spooled = importer_mod.spool_stdin()
+        try:
+            return _import(spooled, "standard input", bank, batch, skip_bad, dsn, schema, data_dir, as_json)
+        finally:
+            spooled.unlink()
+    if not Path(file).is_file():
+        raise CliError(f"{file}: no such file")
+    _import(Path(file), file, bank, batch, skip_bad, dsn, schema, data_dir, as_json)
+
+
+def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bool, dsn: Optional[str],
+            schema: str, data_dir: Optional[Path], as_json: bool) -> None:
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    err = _err()
+    started = time.monotonic()
+    if not as_json:
+        err.print(f"validating {name} ...", style="dim")
+    scanned = importer_mod.scan(path, bank)
+    if scanned.bad:
+        shown = scanned.bad[: importer_mod.MAX_SHOWN_ERRORS]
+        for b in shown:
+            err.print(Text(f"{'skipping ' if skip_bad else ''}line {b.line}: {b.message}",
+                           style="yellow" if skip_bad else "red"))
+        if len(scanned.bad) > len(shown):
+            err.print(f"... and {len(scanned.bad) - len(shown)} more bad lines")
+        if not skip_bad:
+            raise CliError(f"{len(scanned.bad)} bad line(s) in {name}; nothing was imported "
+                           f"(fix them, or pass --skip-bad to import the other {scanned.good})")
+    conn = _connect(dsn, schema, data_dir, quiet=as_json)
+    with conn:
+        progress = Progress(
+            SpinnerColumn(), TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("facts"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+            console=err, disable=as_json, transient=False,
+        )
+        with progress:
+            task = progress.add_task("import", total=scanned.good)
+            try:
+                summary = importer_mod.import_file(
+                    conn, path, bank=bank, batch_size=batch, skip_bad=skip_bad, schema=schema,
+                    scanned=scanned, on_batch=lambda done, skipped: progress.advance(task, done + skipped),
+                )
+            except KeyboardInterrupt:
+                raise CliError("interrupted: the batches committed so far are kept; "
+                               "run the same command again to resume") from None
+    summary.seconds = time.monotonic() - started
+    if as_json:
+        _print_json(summary.as_dict())
+        return
+    d = summary.as_dict()
+    table = new_table(f"imported {name}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("facts imported", str(d["facts"]))
+    table.add_row("already present (skipped)", str(d["skipped_existing"]))
+    if skip_bad or d["skipped_bad"]:
+        table.add_row("bad lines (skipped)", str(d["skipped_bad"]))
+    table.add_row("mentions", str(d["mentions"]))
+    table.add_row("entities created", str(d["entities_created"]))
+    table.add_row("banks", ", ".join(d["banks"]) or "–")
+    table.add_row("time", f"{d['seconds']:.1f} s" + (f" ({d['facts_per_second']:.0f} facts/s)"
+                                                     if d["facts_per_second"] else ""))
+    _out().print(table)
+
+
+# -- resolution ------------------------------------------------------------------
+
+@app.command("resolve")
+@_handled
+def resolve_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    mention: Annotated[str, typer.Argument(help="The mention text.")],
+    near: NearOpt = None, at: AtOpt = None,
+    literal: Annotated[bool, typer.Option("--literal", help="No scoring: exact match or a new entity.")] = False,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Resolve one mention, creating the entity if needed."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        r = er.resolve(bank, mention, near or [], at, resolve=not literal)
+        er.flush(bank)
+    if as_json:
+        _print_json(r)
+        return
+    table = new_table(f"{mention!r} in bank {bank}")
+    for col in ("mention", "entity", "entity id", "created", "score"):
+        table.add_column(col, justify="right" if col == "score" else "left")
+    table.add_row(r.mention, r.canonical_name, str(r.entity_id),
+                  Text("new", style="yellow") if r.created else "existing", _fmt(r.score))
+    _out().print(table)
+
+
+_DECISION_STYLE = {
+    "chosen": "bold green", "outscored": "yellow", "below_threshold": "",
+    "word_mismatch": "red", "below_floor": "dim", "label_row": "magenta",
+}
+_DECISION_TEXT = {
+    "chosen": "chosen",
+    "outscored": "outscored",
+    "below_threshold": "< threshold",
+    "word_mismatch": "words differ",
+    "below_floor": "< floor",
+    "label_row": "label row",
+}
+
+
+def explain_table(rows: List[Explanation], title: Optional[str] = None) -> Table:
+    """The candidates of a mention as a rich table (shared with the demo)."""
+    table = new_table(title)
+    table.add_column("candidate", overflow="fold")
+    for col in ("trigram", "words", "name", "cooc", "recency", "score"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("decision", no_wrap=True)
+    for r in rows:
+        style = _DECISION_STYLE.get(r.decision, "")
+        table.add_row(r.canonical_name, _fmt(r.trigram_similarity), _fmt(r.tokens_compatible),
+                      _fmt(r.name_similarity), _fmt(r.cooccurrence), _fmt(r.recency), _fmt(r.score),
+                      Text(_DECISION_TEXT.get(r.decision, r.decision), style=style))
+    return table
+
+
+def verdict(mention: str, rows: List[Explanation]) -> str:
+    """One sentence: what resolving the mention would do now."""
+    chosen = [r for r in rows if r.decision == "chosen"]
+    if chosen:
+        c = chosen[0]
+        return f"-> {mention!r} resolves to {c.canonical_name!r} (score {_fmt(c.score)})"
+    scored = [r for r in rows if r.score is not None]
+    if scored:
+        best = max(scored, key=lambda r: r.score)
+        return (f"-> no candidate reaches the threshold (best: {best.canonical_name!r} at "
+                f"{_fmt(best.score)}): {mention!r} would become a new entity")
+    if rows:
+        return f"-> every candidate was ruled out before scoring: {mention!r} would become a new entity"
+    return f"-> no candidate: {mention!r} would become a new entity"
+
+
+@app.command("explain")
+@_handled
+def explain_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    mention: Annotated[str, typer.Argument(help="The mention text.")],
+    near: NearOpt = None, at: AtOpt = None,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a mention's candidates, signals and decision."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        rows = er.explain(bank, mention, near or [], at)
+    chosen = next((r for r in rows if r.decision == "chosen"), None)
+    if as_json:
+        _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
+                     "resolves_to": to_jsonable(chosen), "candidates": rows})
+        return
+    context = f" near {', '.join(near)}" if near else ""
+    out = _out()
+    out.print(explain_table(rows, title=f"{mention!r}{context} in bank {bank}"))
+    out.print(verdict(mention, rows))
+
+
+# -- inspection ------------------------------------------------------------------
+
+def entities_table(rows: List[Any], title: Optional[str] = None) -> Table:
+    """Entities as a rich table (shared with the demo)."""
+    table = new_table(title)
+    table.add_column("entity", overflow="fold")
+    table.add_column("kind")
+    table.add_column("mentions", justify="right")
+    table.add_column("degree", justify="right")
+    table.add_column("last seen", no_wrap=True)
+    for e in rows:
+        table.add_row(e.canonical_name, e.entity_kind, str(e.mention_count), str(e.degree), _fmt(e.last_seen))
+    return table
+
+
+@app.command("entities")
+@_handled
+def entities_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    top: Annotated[int, typer.Option("--top", min=1, help="How many, most mentioned first.")] = 20,
+    kind: Annotated[Optional[str], typer.Option("--kind", help="regular or label.")] = None,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List a bank's entities, most mentioned first."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        rows = er.entities(bank, top=top, kind=kind)
+    if as_json:
+        _print_json(rows)
+        return
+    _out().print(entities_table(rows, title=f"entities of bank {bank} (top {top})"))
+    if not rows:
+        _err().print(f"bank {bank!r} has no entities")
+
+
+@app.command("neighbors")
+@_handled
+def neighbors_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    name: Annotated[str, typer.Argument(help="Entity name (case-insensitive).")],
+    top: Annotated[int, typer.Option("--top", min=1, help="How many, most frequent first.")] = 50,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Entities seen in the same facts as NAME."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        entity = er.find_entity(bank, name)
+        if entity is None:
+            similar = er.similar_names(bank, name)
+            hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
+            raise CliError(f"bank {bank!r} has no entity named {name!r}{hint}")
+        rows = er.neighbors(bank, name, limit=top)
+    if as_json:
+        _print_json({"entity": entity, "neighbors": rows})
+        return
+    table = new_table(f"neighbours of {entity.canonical_name} in bank {bank} ({entity.degree} in all)")
+    table.add_column("neighbour")
+    table.add_column("facts together", justify="right")
+    table.add_column("last together")
+    for n in rows:
+        table.add_row(n.neighbor_name, str(n.cooccurrence_count), _fmt(n.last_cooccurred))
+    _out().print(table)
+
+
+@app.command("banks")
+@_handled
+def banks_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+              as_json: JsonOpt = False) -> None:
+    """List the banks with their numbers of entities and facts."""
+    s = sql.Identifier(schema)
+    with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
+        rows = conn.execute(sql.SQL(
+            "SELECT b.bank_id,"
+            " (SELECT count(*) FROM {s}.entities e WHERE e.bank_id = b.bank_id),"
+            " (SELECT count(*) FROM {s}.facts f WHERE f.bank_id = b.bank_id),"
+            " b.settings, b.created_at FROM {s}.banks b ORDER BY b.bank_id").format(s=s)).fetchall()
+    data = [{"bank_id": r[0], "entities": r[1], "facts": r[2], "settings": r[3], "created_at": r[4]}
+            for r in rows]
+    if as_json:
+        _print_json(data)
+        return
+    table = new_table("banks")
+    for col in ("bank", "entities", "facts", "settings", "created"):
+        table.add_column(col, justify="right" if col in ("entities", "facts") else "left")
+    for d in data:
+        table.add_row(d["bank_id"], str(d["entities"]), str(d["facts"]),
+                      json.dumps(d["settings"]) if d["settings"] else "defaults", _fmt(d["created_at"]))
+    _out().print(table)
+
+
+@app.command("expand")
+@_handled
+def expand_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    fact_ids: Annotated[List[str], typer.Argument(help="Seed facts: UUIDs or the fact_id strings given to import.")],
+    max_results: Annotated[int, typer.Option("--max", min=1, help="At most this many facts.")] = 50,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Facts that share entities with the given facts."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        rows = er.expand(bank, fact_ids, max_results)
+        contents = er.fact_contents(bank, [r.unit_id for r in rows])
+    if as_json:
+        _print_json([{"unit_id": r.unit_id, "shared_entities": r.shared_entities,
+                      "content": contents.get(r.unit_id)} for r in rows])
+        return
+    table = new_table(f"facts sharing entities with {', '.join(fact_ids)}")
+    table.add_column("fact id", no_wrap=True)
+    table.add_column("shared", justify="right", no_wrap=True)
+    table.add_column("content", ratio=1)
+    for r in rows:
+        table.add_row(str(r.unit_id), str(r.shared_entities), contents.get(r.unit_id) or "–")
+    _out().print(table)
+
+
+@app.command("flush")
+@_handled
+def flush_cmd(bank: Annotated[Optional[str], typer.Argument(help="Bank id [default: every bank].")] = None,
+              dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+              as_json: JsonOpt = False) -> None:
+    """Apply queued mention and co-occurrence statistics."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        r = er.flush(bank)
+    if as_json:
+        _print_json(r)
+        return
+    _out().print(f"flushed {'every bank' if bank is None else 'bank ' + bank}: "
+                 f"{r.entities_updated} entities and {r.pairs_updated} pairs updated")
+
+
+def _setting_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # passed on as a string; the database says why it is wrong
+
+
+@app.command("configure")
+@_handled
+def configure_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    settings: Annotated[Optional[List[str]], typer.Argument(
+        help="KEY=VALUE pairs, e.g. threshold=0.7 (KEY=null: back to the default).")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Drop every override not given now.")] = False,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show or change a bank's settings."""
+    values: Dict[str, Any] = {}
+    for item in settings or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"setting {item!r}: expected KEY=VALUE")
+        values[key.strip()] = _setting_value(value.strip())
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        if values or reset:
+            effective = er.configure(bank, values, replace=reset)
+        else:
+            effective = er.settings(bank)
+        overridden = er.overrides(bank)
+    if as_json:
+        _print_json(effective)
+        return
+    table = new_table(f"settings of bank {bank}")
+    table.add_column("setting")
+    table.add_column("value", justify="right")
+    table.add_column("")
+    for k in sorted(effective):
+        table.add_row(k, json.dumps(effective[k]), "set for this bank" if k in overridden else "default",
+                      style="bold" if k in overridden else "")
+    _out().print(table)
+
+
+# -- evaluation and benchmark (thin wrappers over evaluate.py and bench.py) ---------
+
+@app.command("eval")
+@_handled
+def eval_cmd(
+    path: Annotated[Path, typer.Argument(help="Labelled stream (import format, mentions with gold), or a directory of *.jsonl.")],
+    replay: Annotated[str, typer.Option("--replay", help="trigger (INSERT INTO facts) or functions (resolve_mentions + link_unit).")] = "trigger",
+    banks_file: Annotated[Optional[Path], typer.Option("--banks", help="Per-bank settings and labels (default: STREAM.banks.json if present).")] = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the eval banks for inspection with explain.")] = False,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay a labelled stream into fresh banks and score the decisions."""
+    from entity_resolver.evaluate import EvalError, format_report, run_eval
+
+    with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
+        try:
+            result = run_eval(conn, path, schema, replay=replay, banks_file=banks_file, keep=keep)
+        except EvalError as exc:
+            raise CliError(str(exc)) from None
+    if as_json:
+        _print_json(result)
+    else:
+        print(format_report(result))
+
+
+@app.command("bench")
+@_handled
+def bench_cmd(
+    sizes: Annotated[str, typer.Option("--sizes", help="Bank sizes (entities), comma-separated.")] = "10000,100000,1000000",
+    out: Annotated[Optional[Path], typer.Option("--out", help="Markdown report to write.")] = Path("docs/benchmarks.md"),
+    no_out: Annotated[bool, typer.Option("--no-out", help="Write no report file.")] = False,
+    batches: Annotated[int, typer.Option("--batches", min=1, help="Timed batches per size.")] = 30,
+    writer_seconds: Annotated[float, typer.Option("--writer-seconds", min=0.1, help="Seconds per write-throughput run.")] = 12.0,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
+    dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Time resolution and the write path on generated banks (scratch database)."""
+    from entity_resolver.bench import run_bench
+
+    try:
+        parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"--sizes: expected comma-separated integers, got {sizes!r}") from None
+    if not dsn:
+        dsn = _embedded(data_dir, quiet=as_json).dsn("postgres")
+    err = _err()
+    result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches,
+                       writer_seconds=writer_seconds,
+                       progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
+    if as_json:
+        _print_json(result)
+        return
+    _out().print(f"benchmark done in {result.get('seconds')} s" + ("" if no_out else f"; report: {out}"))
+    for name, target in (result.get("targets") or {}).items():
+        _out().print(f"  {name}: {target.get('value')} (target {target.get('target')}): "
+                     f"{'met' if target.get('met') else 'NOT met'}")
+
+
+# -- labels ----------------------------------------------------------------------
+
+@labels_app.command("set")
+@_handled
+def labels_set_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    file: Annotated[Path, typer.Argument(help="JSON file: {\"attributes\": [...]} (or - for stdin).")],
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Declare a bank's label vocabulary from a JSON file."""
+    text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    try:
+        labels = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        stored = er.set_labels(bank, labels)
+    if as_json:
+        _print_json(stored)
+        return
+    groups = stored.get("attributes", []) if isinstance(stored, dict) else []
+    _out().print(f"bank {bank}: {len(groups)} label group(s) declared: "
+                 + ", ".join(f"{g.get('key')} ({g.get('type')})" for g in groups))
+
+
+@labels_app.command("show")
+@_handled
+def labels_show_cmd(bank: Annotated[str, typer.Argument(help="Bank id.")],
+                    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+                    as_json: JsonOpt = False) -> None:
+    """Print a bank's label vocabulary."""
+    with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
+        row = conn.execute(sql.SQL("SELECT entity_labels FROM {}.banks WHERE bank_id = %s")
+                           .format(sql.Identifier(schema)), (bank,)).fetchone()
+    labels = row[0] if row else {}
+    if as_json:
+        _print_json(labels)
+        return
+    table = new_table(f"labels of bank {bank}")
+    table.add_column("key")
+    table.add_column("type")
+    table.add_column("values / fields")
+    for g in (labels or {}).get("attributes", []):
+        items = g.get("values") or g.get("fields") or []
+        table.add_row(str(g.get("key")), str(g.get("type")),
+                      ", ".join(str(i.get("value", i.get("key"))) for i in items) or "(open)")
+    _out().print(table)
+
+
+@labels_app.command("schema")
+@_handled
+def labels_schema_cmd(bank: Annotated[str, typer.Argument(help="Bank id.")],
+                      dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+                      as_json: JsonOpt = False) -> None:
+    """Print the bank's labels as a JSON Schema (for an extractor). Always JSON."""
+    with _client(dsn, schema, data_dir, quiet=True) as er:
+        _print_json(er.labels_json_schema(bank))
+
+
+# -- the embedded cluster --------------------------------------------------------
+
+def _status_dict(cluster: EmbeddedCluster) -> Dict[str, Any]:
+    s = cluster.status()
+    s["database"] = EMBEDDED_DB
+    s["dsn"] = cluster.dsn(EMBEDDED_DB) if cluster.port else None
+    s["initialized"] = cluster.initialized()
+    return s
+
+
+def _print_status(cluster: EmbeddedCluster, as_json: bool) -> None:
+    s = _status_dict(cluster)
+    if as_json:
+        _print_json(s)
+        return
+    out = _out()
+    out.print(f"embedded PostgreSQL: {'running' if s['running'] else 'stopped'}")
+    out.print(f"  data directory  {s['datadir']}{'' if s['initialized'] else ' (not created yet)'}")
+    out.print(f"  server log      {s['log']}")
+    out.print(f"  runs as         OS user {s['server_user']}")
+    if s["port"]:
+        out.print(f"  listens on      127.0.0.1:{s['port']} (trust authentication, loopback only)")
+        out.print(f"  connect with    psql \"{s['dsn']}\"")
+    out.print(f"  stop with       {cluster.stop_hint()}" if s["running"]
+              else f"  start with      {cluster.stop_hint().replace(' stop', ' start')}")
+
+
+@db_app.command("start")
+@_handled
+def db_start_cmd(data_dir: DataDirOpt = None, schema: SchemaOpt = "entity_resolver",
+                 as_json: JsonOpt = False) -> None:
+    """Start (creating it on first use) the embedded cluster and install entity_resolver."""
+    with _connect(None, schema, data_dir, quiet=True):
+        pass
+    _print_status(EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster(), as_json)
+
+
+@db_app.command("stop")
+@_handled
+def db_stop_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+    """Stop the embedded cluster (its data is kept)."""
+    cluster = EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster()
+    was = cluster.running()
+    cluster.stop()
+    if as_json:
+        _print_json({"datadir": str(cluster.datadir), "was_running": was, "running": cluster.running()})
+        return
+    _out().print(f"embedded PostgreSQL in {cluster.datadir} "
+                 f"{'stopped' if was else 'was not running'}; its data is kept")
+
+
+@db_app.command("status")
+@_handled
+def db_status_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+    """Where the embedded cluster is, whether it runs, how to connect and stop it."""
+    _print_status(EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster(), as_json)
+
+
+@db_app.command("destroy")
+@_handled
+def db_destroy_cmd(data_dir: DataDirOpt = None,
+                   yes: Annotated[bool, typer.Option("--yes", help="Really delete the data.")] = False,
+                   as_json: JsonOpt = False) -> None:
+    """Stop the embedded cluster and delete its data directory."""
+    cluster = EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster()
+    if not yes:
+        raise CliError(f"this deletes {cluster.datadir} and everything in it; pass --yes to confirm")
+    cluster.destroy()
+    if as_json:
+        _print_json({"datadir": str(cluster.datadir), "destroyed": True})
+        return
+    _out().print(f"deleted the embedded cluster in {cluster.datadir}")
+
+
+# -- entry point -----------------------------------------------------------------
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"entity-resolver {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None) -> None:
+    """PostgreSQL-native entity resolver: install, demo, import, explain, inspect."""
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,157 @@
+"""Shared arrangements for the write-path tests: a spy on the resolver, fact
+streams and what their statistics must be. Helpers arrange and read; the
+assertions stay in the tests."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable
+from itertools import combinations
+
+import psycopg
+
+from entity_resolver.install import code_version
+
+SCHEMA = "entity_resolver"
+
+# Names that never resolve to one another: pairwise pg_trgm similarity under
+# 0.1 and no shared words, so every name is exactly one entity.
+NAMES = [
+    "Alex Morgan", "Acme", "Renewal", "Kubernetes", "Oslo", "Priya", "Zephyr",
+    "Quarterly Review", "Budget", "Helsinki", "Marigold", "Tokyo Office",
+    "Sprint 14", "Docker", "Wren", "Ivanova",
+]
+
+
+def uid(n: int) -> str:
+    """A readable, ordered uuid: uid(1) < uid(2) < ..."""
+    return str(uuid.UUID(int=n))
+
+
+def make_bank(conn: psycopg.Connection, bank_id: str, names: Iterable[str] = ()) -> dict[str, str]:
+    """Create a bank and entities directly (no resolver); return name -> id."""
+    conn.execute("INSERT INTO entity_resolver.banks (bank_id) VALUES (%s) ON CONFLICT DO NOTHING", (bank_id,))
+    ids = {}
+    for name in names:
+        ids[name] = str(conn.execute(
+            "INSERT INTO entity_resolver.entities (bank_id, canonical_name) VALUES (%s, %s) RETURNING id",
+            (bank_id, name),
+        ).fetchone()[0])
+    return ids
+
+
+def insert_facts(conn: psycopg.Connection, bank_id: str, facts: list[list], event_date: str | None = None):
+    """INSERT all facts in one statement; each fact is its mentions list. Returns fact ids."""
+    rows = conn.execute(
+        "INSERT INTO entity_resolver.facts (bank_id, content, mentions, event_date)"
+        " SELECT %s, 'fact ' || f.ord, f.mentions, coalesce(%s::timestamptz, now())"
+        " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS f (mentions, ord)"
+        " ORDER BY f.ord RETURNING id",
+        (bank_id, event_date, json.dumps(facts)),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def spy_on_resolver(conn: psycopg.Connection) -> Callable[[], list]:
+    """Wrap resolver.resolve_items in this session; return a reader of its calls.
+
+    Each call is recorded as {"bank_id", "items"}; the real resolver still runs.
+    """
+    key = "entity_resolver:" + code_version(SCHEMA)
+    conn.execute(
+        "DO $$\n"
+        f"key = {key!r}\n"
+        "if key not in GD:\n"
+        "    plpy.execute(plpy.prepare('SELECT entity_resolver._load_modules($1)', ['text']), [key])\n"
+        "R = GD[key]['resolver']\n"
+        "real = getattr(R, '_spied', None) or R.resolve_items\n"
+        "R._spied = real\n"
+        "calls = GD['write_path_test_calls'] = []\n"
+        "def spy(plpy, bank_id, items, default_event_date):\n"
+        "    calls.append({'bank_id': bank_id, 'items': [dict(i) for i in items]})\n"
+        "    return real(plpy, bank_id, items, default_event_date)\n"
+        "R.resolve_items = spy\n"
+        "$$ LANGUAGE plpython3u"
+    )
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION pg_temp.resolver_calls() RETURNS text LANGUAGE plpython3u AS $$\n"
+        "import json\n"
+        "return json.dumps(GD.get('write_path_test_calls', []), default=str)\n"
+        "$$"
+    )
+
+    def calls() -> list:
+        return json.loads(conn.execute("SELECT pg_temp.resolver_calls()").fetchone()[0])
+
+    return calls
+
+
+def expected_from_facts(conn: psycopg.Connection, bank_id: str) -> tuple[Counter, Counter]:
+    """Mention and pair counts the committed facts of a bank imply, keyed by lower(name).
+
+    Every mention counts once; a pair counts once per fact naming both.
+    Names are folded by PostgreSQL, as the resolver folds them.
+    """
+    rows = conn.execute(
+        "SELECT f.id, lower(coalesce(m ->> 'text', m #>> '{}'))"
+        " FROM entity_resolver.facts AS f, jsonb_array_elements(f.mentions) AS m"
+        " WHERE f.bank_id = %s",
+        (bank_id,),
+    ).fetchall()
+    mentions: Counter = Counter()
+    per_fact: dict = {}
+    for fact_id, key in rows:
+        mentions[key] += 1
+        per_fact.setdefault(fact_id, set()).add(key)
+    pairs: Counter = Counter()
+    for keys in per_fact.values():
+        for a, b in combinations(sorted(keys), 2):
+            pairs[(a, b)] += 1
+    return mentions, pairs
+
+
+def mention_counts(conn: psycopg.Connection, bank_id: str) -> Counter:
+    """Applied mention_count per lower(name) (entities with a zero count included)."""
+    return Counter({k: v for k, v in conn.execute(
+        "SELECT lower(name), mention_count FROM entity_resolver.entity_overview WHERE bank_id = %s",
+        (bank_id,),
+    ).fetchall()})
+
+
+def pair_counts(conn: psycopg.Connection, bank_id: str) -> Counter:
+    """Applied cooccurrence_count per (lower(name), lower(name)), names in sorted order."""
+    out: Counter = Counter()
+    for a, b, n in conn.execute(
+        "SELECT lower(entity_name), lower(neighbor_name), cooccurrence_count"
+        " FROM entity_resolver.entity_neighbors WHERE bank_id = %s",
+        (bank_id,),
+    ).fetchall():
+        if a < b:
+            out[(a, b)] = n
+    return out
+
+
+def run_for(seconds: float, workers: list[Callable[[threading.Event], None]]) -> list[BaseException]:
+    """Run workers in threads until ``seconds`` pass; return the exceptions they raised."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def wrap(fn):
+        try:
+            fn(stop)
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=wrap, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    return errors
