@@ -98,12 +98,21 @@ def _number(key: str, value: Any, argument: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
         raise InputError('"%s" must be a number, got %s %s'
                          % (key, _type_name(value), _show(value)), argument)
-    finite = value.is_finite() if isinstance(value, decimal.Decimal) else math.isfinite(value)
+    if isinstance(value, decimal.Decimal):
+        finite = value.is_finite()
+    else:
+        # Python ints are always finite (math.isfinite would overflow on 10**400).
+        finite = isinstance(value, int) or math.isfinite(value)
     if not finite:
         raise InputError('"%s" must be a finite number, got %s' % (key, _show(value)), argument)
     # A huge but finite JSON number (1e400) becomes inf here and then fails
-    # the range check below with the bounds in the message.
-    return float(value)
+    # the range check below with the bounds in the message; an integer too
+    # large for a float (10**400) would raise OverflowError, so it is read as
+    # infinity the same way.
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _check(key: str, value: Any, argument: str):

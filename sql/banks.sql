@@ -42,7 +42,7 @@ DECLARE
     state text;
 BEGIN
     RETURN _bank_call('configure_bank', bank_id, settings);
-EXCEPTION WHEN data_exception THEN
+EXCEPTION WHEN data_exception OR insufficient_privilege THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;
@@ -63,7 +63,7 @@ DECLARE
     state text;
 BEGIN
     RETURN _bank_call('set_entity_labels', bank_id, labels);
-EXCEPTION WHEN data_exception THEN
+EXCEPTION WHEN data_exception OR insufficient_privilege THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;
@@ -84,7 +84,7 @@ DECLARE
     state text;
 BEGIN
     RETURN _bank_call('labels_json_schema', bank_id, NULL);
-EXCEPTION WHEN data_exception THEN
+EXCEPTION WHEN data_exception OR insufficient_privilege THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;

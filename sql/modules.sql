@@ -34,9 +34,14 @@ finally:
             sys.modules.pop(name, None)
         else:
             sys.modules[name] = previous
-# Drop code of older versions loaded earlier in this session.
-for key in [k for k in GD if isinstance(k, str) and k.startswith("entity_resolver:")]:
-    del GD[key]
+# Drop this schema's code of an older version loaded earlier in this session
+# (a reinstall); installations in other schemas keep theirs.
+schema = plpy.execute("SELECT current_schema() AS s")[0]["s"]
+current = GD.setdefault("entity_resolver:schemas", {})
+previous = current.get(schema)
+if previous is not None and previous != gd_key:
+    GD.pop(previous, None)
+current[schema] = gd_key
 GD[gd_key] = loaded
 $$;
 

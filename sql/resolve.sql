@@ -60,7 +60,7 @@ DECLARE
     state text;
 BEGIN
     RETURN QUERY SELECT * FROM _resolve_mentions(bank_id, mentions, event_date);
-EXCEPTION WHEN data_exception THEN
+EXCEPTION WHEN data_exception OR insufficient_privilege THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;
@@ -121,7 +121,7 @@ DECLARE
     state text;
 BEGIN
     RETURN QUERY SELECT * FROM _resolve_mention(bank_id, mention, nearby, event_date, resolve);
-EXCEPTION WHEN data_exception THEN
+EXCEPTION WHEN data_exception OR insufficient_privilege THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;
@@ -190,7 +190,7 @@ DECLARE
     state text;
 BEGIN
     RETURN QUERY SELECT * FROM _explain_mention(bank_id, mention, nearby, event_date);
-EXCEPTION WHEN data_exception THEN
+EXCEPTION WHEN data_exception OR insufficient_privilege THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;

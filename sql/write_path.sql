@@ -531,7 +531,7 @@ BEGIN
         FROM new_facts AS n
     ) AS f;
     RETURN NULL;
-EXCEPTION WHEN data_exception THEN
+EXCEPTION WHEN data_exception OR insufficient_privilege THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;

@@ -166,3 +166,10 @@ def test_valid_overrides_keep_their_keys(overrides):
     else:
         assert set(result) == set(overrides)
         assert all(math.isfinite(v) for v in result.values())
+
+
+def test_an_integer_too_large_for_a_float_is_refused_naming_the_key():
+    with pytest.raises(InputError, match='"max_candidates"'):
+        validate_settings({"max_candidates": 10 ** 400})
+    with pytest.raises(InputError, match='"threshold"'):
+        validate_settings({"threshold": -(10 ** 400)})
