@@ -1,0 +1,42 @@
+"""The README's examples run as written and say what they show."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from entity_resolver import Client
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_block(language: str) -> str:
+    match = re.search(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert match, f"README has no {language} block"
+    return match.group(1)
+
+
+def test_readme_psql_example_tells_the_two_alexes_apart(conn):
+    statements = [s.strip() for s in readme_block("sql").split(";") if s.strip()]
+    results = []
+    for statement in statements:
+        body = "\n".join(line for line in statement.splitlines() if not line.lstrip().startswith("--"))
+        cur = conn.execute(body)
+        results.append(cur.fetchall() if cur.description else None)
+    # The two resolve_mention calls: Acme/renewal -> Alex Morgan, React/Sprint 14 -> Alex Kim.
+    assert results[1][0][:2] == ("Alex Morgan", False)
+    assert str(results[1][0][2]) == re.search(r"Alex Morgan\s+\| f\s+\| ([0-9.]+)", readme_block("sql")).group(1)
+    assert results[2] == [("Alex Kim",)]
+    decisions = {row[0]: row[-1] for row in results[3]}
+    assert decisions["Alex Morgan"] == "chosen"
+    overview = {name: count for name, _, count, _ in results[4]}
+    assert overview["Alex Morgan"] == 2 and overview["Alex Kim"] == 2
+
+
+def test_readme_python_example_runs(conn):
+    with Client(conn) as er:
+        er.retain("team", ["Alex Morgan", "Acme", "renewal"], content="Alex Morgan asked about the renewal.")
+        resolution = er.resolve("team", "Alex", nearby=["Acme", "renewal"])
+        assert resolution.canonical_name == "Alex Morgan"
+        decisions = {c.canonical_name: c.decision for c in er.explain("team", "Alex", nearby=["Acme"])}
+        assert decisions["Alex Morgan"] in ("chosen", "below_threshold", "outscored")
