@@ -3,7 +3,8 @@
 One call resolves a whole batch with a fixed handful of statements, whatever
 its size: read the bank, lowercase and parse (PostgreSQL does both), look up
 exact names, probe candidates for all mentions at once, fetch the partners of
-all candidates at once, cluster new names, insert them, queue statistics.
+the candidates that pass the floor and word check, all at once, cluster new
+names, insert them, queue statistics.
 The decisions themselves are made by the pure modules (scoring, clustering,
 labels, words), which the unit tests exercise in-process.
 """
@@ -429,30 +430,45 @@ def resolve_items(plpy, bank_id, items, default_event_date):
         cand_rows = _execute(
             plpy, _plan(plpy, "candidates", SQL_CANDIDATES, ["text", "text[]", "int"]),
             [bank_id, distinct, cfg["max_candidates"]])
-        cand_ids = set()
         names_of = {}
         for r in cand_rows:
             by_key[distinct[r["i"] - 1]].append(r)
-            cand_ids.add(r["id"])
             names_of[r["id"]] = r["canonical_name"]
-        partners = {}
+        # The floor and the word check need no database: screen each key's
+        # candidates first (once per distinct key, in probe order, stopping
+        # after an identical name that settles the choice), then fetch the
+        # partners of the survivors only, the only partners ever read.
+        screened = {}       # key -> [(candidate, evaluation if skipped else None)]
+        survivors = []      # the candidates to be scored, of every key
+        scored_keys = set()
+        for k in distinct:
+            if not by_key[k]:
+                continue
+            screened[k] = scoring.screen(
+                k, (scoring.Candidate(r["id"], r["name"], r["sim"], _datetime(r["last_seen"]))
+                    for r in by_key[k]),
+                cfg, stop_at_identical=True)
+            passed = [c for c, skipped in screened[k] if skipped is None]
+            if passed:
+                survivors.extend(passed)
+                scored_keys.add(k)
         near_names = set()
         for i in regular:
-            if by_key[keys[i]]:
+            if keys[i] in scored_keys:
                 near_names.update(nearby_of(i))
-        if cand_ids and near_names:
+        if survivors and near_names:
+            partners = {}
             for r in _execute(
                     plpy, _plan(plpy, "partners", SQL_PARTNERS, ["text", "uuid[]", "text[]"]),
-                    [bank_id, sorted(cand_ids), sorted(near_names)]):
+                    [bank_id, sorted({c.id for c in survivors}), sorted(near_names)]):
                 partners.setdefault(r["cand"], {})[r["name"]] = r["degree"]
+            for c in survivors:
+                c.partners = partners.get(c.id, {})
         for i in regular:
-            rows = by_key[keys[i]]
-            if not rows:
+            if keys[i] not in screened:
                 continue
-            candidates = [scoring.Candidate(r["id"], r["name"], r["sim"], _datetime(r["last_seen"]),
-                                            False, partners.get(r["id"], {})) for r in rows]
-            evaluations, best = scoring.evaluate(keys[i], candidates, nearby_of(i),
-                                                 _datetime(epochs[i]), cfg)
+            evaluations, best = scoring.decide(keys[i], screened[keys[i]], nearby_of(i),
+                                               _datetime(epochs[i]), cfg)
             scores = [ev.score for ev in evaluations if ev.score is not None]
             best_scores[i] = max(scores) if scores else None
             if best is not None:

@@ -87,14 +87,28 @@ def words_match(a: str, b: str) -> bool:
     # Prefixes are abbreviations: "corp"/"corporation", "j"/"john".
     if a.startswith(b) or b.startswith(a):
         return True
-    matcher = SequenceMatcher(None, a, b)
-    # real_quick_ratio and quick_ratio are upper bounds of ratio(): when a
-    # bound is already under the cutoff the exact ratio cannot reach it.
-    return (
-        matcher.real_quick_ratio() >= WORD_MATCH_RATIO
-        and matcher.quick_ratio() >= WORD_MATCH_RATIO
-        and matcher.ratio() >= WORD_MATCH_RATIO
-    )
+    # difflib's real_quick_ratio and quick_ratio are upper bounds of ratio():
+    # when a bound is already under the cutoff the exact ratio cannot reach
+    # it. Both are computed here as difflib computes them (2.0 * matches /
+    # total length), without building a SequenceMatcher, which indexes b
+    # first; most pairs of a candidate's words stop at a bound.
+    length = len(a) + len(b)
+    if 2.0 * min(len(a), len(b)) / length < WORD_MATCH_RATIO:
+        return False
+    # quick_ratio's matches: the size of the multiset intersection of the
+    # two words' characters.
+    avail = {}
+    for ch in b:
+        avail[ch] = avail.get(ch, 0) + 1
+    matches = 0
+    for ch in a:
+        left = avail.get(ch, 0)
+        if left > 0:
+            avail[ch] = left - 1
+            matches += 1
+    if 2.0 * matches / length < WORD_MATCH_RATIO:
+        return False
+    return SequenceMatcher(None, a, b).ratio() >= WORD_MATCH_RATIO
 
 
 def tokens_check(m: str, c: str) -> Optional[str]:

@@ -507,32 +507,26 @@ def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: in
 # -- profiling ------------------------------------------------------------------
 
 PROFILE_FUNCTION = """
-CREATE FUNCTION pg_temp.er_bench_profile(bank text, batches text[], event_date text, floor float8,
-                                         variants text[], use_cprofile boolean)
+CREATE FUNCTION pg_temp.er_bench_profile(bank text, batches text[], event_date text, use_cprofile boolean)
 RETURNS text
 LANGUAGE plpython3u
 SET search_path = {schema}, pg_catalog, pg_temp
 SET "pg_trgm.similarity_threshold" = '0.3'
 AS $$
-import functools, json, time
-from difflib import SequenceMatcher
+import json, time
 M = None
 for k, v in GD.items():
     if isinstance(k, str) and k.startswith("entity_resolver:"):
         M = v
 if M is None:
     plpy.error("call resolve_mentions once in this session first")
-R, W, S = M["resolver"], M["words"], M["scoring"]
+R, W = M["resolver"], M["words"]
 names = {{}}
-state = {{"variant": "baseline", "survivors": set()}}
-spent = {{v: {{}} for v in variants}}
+spent = {{}}
 
 
 class Timed:
-    # plpy, with execute() timed per prepared statement of the resolver. In the
-    # survivor_partners variants it also narrows the partners statement to the
-    # candidates that pass the floor and the word check (the only ones whose
-    # partners are ever read), as a change to resolve_items would.
+    # plpy, with execute() timed per prepared statement of the resolver.
     def __init__(self, real):
         self._real = real
 
@@ -545,128 +539,44 @@ class Timed:
             names.clear()
             names.update({{id(p): n for n, p in R._PLANS.items()}})
             name = names.get(id(plan), "other")
-        narrow = state["variant"] in ("survivor_partners", "all")
-        if name == "partners" and narrow:
-            bank_id, ids, near = args[0]
-            ids = [i for i in ids if i in state["survivors"]]
-            if not ids:
-                return []
-            args = ([bank_id, ids, near],)
         t = time.perf_counter()
         try:
-            result = self._real.execute(plan, *args)
+            return self._real.execute(plan, *args)
         finally:
-            e = spent[state["variant"]].setdefault(name, [0, 0.0])
+            e = spent.setdefault(name, [0, 0.0])
             e[0] += 1
             e[1] += time.perf_counter() - t
-        if name == "candidates" and narrow:
-            keys = args[0][1]
-            survivors = state["survivors"]
-            survivors.clear()
-            stopped = set()
-            early = state["variant"] == "all"
-            for r in result:
-                key = keys[r["i"] - 1]
-                if key in stopped:
-                    continue
-                if round(r["sim"], 6) >= floor and W.tokens_check(key, r["name"]) is None:
-                    survivors.add(r["id"])
-                    if early and round(r["sim"], 6) >= 1.0 and top_score_is_one[0]:
-                        stopped.add(key)
-        return result
-
-
-def words_match_bounded(a, b):
-    # words.words_match without building a SequenceMatcher for the bounds:
-    # real_quick_ratio and quick_ratio computed as difflib computes them.
-    if a.startswith(b) or b.startswith(a):
-        return True
-    length = len(a) + len(b)
-    if 2.0 * min(len(a), len(b)) / length < W.WORD_MATCH_RATIO:
-        return False
-    avail = {{}}
-    for ch in b:
-        avail[ch] = avail.get(ch, 0) + 1
-    matches = 0
-    for ch in a:
-        n = avail.get(ch, 0)
-        if n > 0:
-            avail[ch] = n - 1
-            matches += 1
-    if 2.0 * matches / length < W.WORD_MATCH_RATIO:
-        return False
-    return SequenceMatcher(None, a, b).ratio() >= W.WORD_MATCH_RATIO
-
-
-original_evaluate = S.evaluate
-top_score_is_one = [False]
-
-
-def evaluate_early(mention, candidates, nearby, event_date, settings):
-    # scoring.evaluate, stopping after the first candidate that scores 1.0 by
-    # the identical-trigram rule when no candidate can score more (weights
-    # summing to at most 1.0): later candidates can neither win (a tie goes
-    # to the earlier one) nor raise the best score.
-    top = settings["name_weight"] * 1.0 + settings["cooccurrence_weight"] * 1.0 + settings["recency_weight"] * 1.0
-    top_score_is_one[0] = top <= 1.0
-    if top <= 1.0:
-        cands = list(candidates)
-        for i, c in enumerate(cands):
-            if (not c.is_label and round(c.trigram_similarity, 6) >= 1.0
-                    and round(c.trigram_similarity, 6) >= settings["merge_min_similarity"]
-                    and W.tokens_check(mention, c.name) is None):
-                candidates = cands[:i + 1]
-                break
-        else:
-            candidates = cands
-    return original_evaluate(mention, candidates, nearby, event_date, settings)
 
 
 class Undo(Exception):
     pass
 
 
-top_score_is_one[0] = True  # default weights; evaluate_early re-checks the bank's
-original = W.words_match
-bounded = functools.lru_cache(maxsize=W._CACHE_SIZE * 4)(words_match_bounded)
 prof = None
 if use_cprofile:
     import cProfile, pstats
     prof = cProfile.Profile()
 timed = Timed(plpy)
-seconds = {{v: 0.0 for v in variants}}
-decisions = {{v: [] for v in variants}}
-try:
-    for n, b in enumerate(batches):
-        # Every variant on this batch, in rotated order, each from cold word caches.
-        k = n % len(variants)
-        for variant in variants[k:] + variants[:k]:
-            state["variant"] = variant
-            W.words_match = bounded if variant in ("fast_words", "all") else original
-            S.evaluate = evaluate_early if variant in ("early_exact", "all") else original_evaluate
-            for cached in (original, bounded, W._words, W.extract_numbers):
-                cached.cache_clear()
-            t = time.perf_counter()
+seconds = 0.0
+for b in batches:
+    # Each batch from cold word caches, in a rolled-back subtransaction.
+    for cached in (W.words_match, W._words, W.extract_numbers):
+        cached.cache_clear()
+    t = time.perf_counter()
+    try:
+        with plpy.subtransaction():
+            if prof:
+                prof.enable()
             try:
-                with plpy.subtransaction():
-                    if prof:
-                        prof.enable()
-                    try:
-                        res = R.resolve_items(timed, bank, R.parse_mentions(b), event_date)
-                    finally:
-                        if prof:
-                            prof.disable()
-                    decisions[variant].append(
-                        [[r["canonical_name"] if r["created"] else r["entity_id"], r["created"], r["score"]]
-                         for r in res])
-                    raise Undo()
-            except Undo:
-                pass
-            seconds[variant] += time.perf_counter() - t
-finally:
-    W.words_match = original
-    S.evaluate = original_evaluate
-out = {{"batches": len(batches), "seconds": seconds, "sql": spent, "decisions": decisions}}
+                R.resolve_items(timed, bank, R.parse_mentions(b), event_date)
+            finally:
+                if prof:
+                    prof.disable()
+            raise Undo()
+    except Undo:
+        pass
+    seconds += time.perf_counter() - t
+out = {{"batches": len(batches), "seconds": seconds, "sql": spent}}
 if prof:
     st = pstats.Stats(prof).stats
     rows = []
@@ -679,55 +589,39 @@ return json.dumps(out)
 $$;
 """
 
-VARIANTS = ("baseline", "survivor_partners", "early_exact", "fast_words", "all")
 
-
-def _run_profile(conn: psycopg.Connection, bank: Bank, payloads: List[str], floor: float,
-                 variants: Sequence[str], cprofile: bool = False) -> Dict[str, Any]:
-    return json.loads(conn.execute("SELECT pg_temp.er_bench_profile(%s, %s, %s, %s, %s, %s)",
-                                   (bank.bank_id, payloads, NOW.isoformat(), floor, list(variants), cprofile)
-                                   ).fetchone()[0])
+def _run_profile(conn: psycopg.Connection, bank: Bank, payloads: List[str],
+                 cprofile: bool = False) -> Dict[str, Any]:
+    return json.loads(conn.execute("SELECT pg_temp.er_bench_profile(%s, %s, %s, %s)",
+                                   (bank.bank_id, payloads, NOW.isoformat(), cprofile)).fetchone()[0])
 
 
 def profile(conn: psycopg.Connection, bank: Bank, retains: Sequence[List[List[str]]]) -> Dict[str, Any]:
-    """Where a batch's time goes inside the server, and what two exact shortcuts would save.
+    """Where a batch's time goes inside the server.
 
     Runs the installed ``resolve_items`` on the batches (each in a rolled-back
     subtransaction, from cold word caches) with a timing proxy for plpy: time
-    per SQL statement, the rest is Python. The variants (VARIANTS) run on each
-    batch in turn, in rotated order, and every decision is compared with the
-    baseline's; then the baseline once more under cProfile.
+    per SQL statement, the rest is Python; then once more under cProfile.
     """
     payloads = [retain_json(f) for f in retains]
     conn.execute("SELECT count(*) FROM resolve_mentions(%s, %s::jsonb, %s)",
                  (bank.bank_id, payloads[0], NOW))  # loads the modules into GD
     conn.execute(PROFILE_FUNCTION.format(schema=sql.Identifier(SCHEMA).as_string(conn)))
-    floor = effective_settings(conn, bank.bank_id)["merge_min_similarity"]
     n = len(payloads)
-    _run_profile(conn, bank, payloads[:2], floor, ["baseline"])  # warm plans and buffers
-    run = _run_profile(conn, bank, payloads, floor, VARIANTS)
-    ranked = _run_profile(conn, bank, payloads, floor, ["baseline"], cprofile=True)
-    base = run["sql"]["baseline"]
+    _run_profile(conn, bank, payloads[:2])  # warm plans and buffers
+    run = _run_profile(conn, bank, payloads)
+    ranked = _run_profile(conn, bank, payloads, cprofile=True)
     per_batch = {name: {"calls": round(c / n, 2), "ms": round(1000 * s / n, 2)}
-                 for name, (c, s) in sorted(base.items(), key=lambda kv: -kv[1][1])}
+                 for name, (c, s) in sorted(run["sql"].items(), key=lambda kv: -kv[1][1])}
     sql_ms = sum(v["ms"] for v in per_batch.values())
-    total_ms = 1000 * run["seconds"]["baseline"] / n
-    reference = run["decisions"]["baseline"]
-    variants = {}
-    for v in VARIANTS:
-        differ = sum(1 for a, b in zip(run["decisions"][v], reference) for x, y in zip(a, b) if x != y)
-        variants[v] = {"resolve_items_ms": round(1000 * run["seconds"][v] / n, 2),
-                       "partners_ms": round(1000 * run["sql"][v].get("partners", [0, 0.0])[1] / n, 2),
-                       "decisions_differing": differ}
+    total_ms = 1000 * run["seconds"] / n
     return {
         "size": bank.size,
         "batches": n,
-        "mentions": sum(len(d) for d in reference),
         "resolve_items_ms": round(total_ms, 2),
         "sql_ms": round(sql_ms, 2),
         "python_ms": round(total_ms - sql_ms, 2),
         "statements": per_batch,
-        "variants": variants,
         "functions": [{"function": f, "calls_per_batch": round(nc / n, 1), "self_ms": round(1000 * tt / n, 3),
                        "cumulative_ms": round(1000 * ct / n, 3)} for f, nc, tt, ct in ranked.get("functions", [])],
     }
@@ -770,7 +664,12 @@ def _fastupdate(conn: psycopg.Connection) -> bool:
     """Whether the trigram index keeps a GIN pending list (the default)."""
     opts = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'entities_name_trgm_idx'::regclass"
                         ).fetchone()[0] or []
-    return "fastupdate=off" not in [o.lower() for o in opts]
+    for opt in opts:
+        # Stored as written: "fastupdate=off", "fastupdate=false" (migration 0005), ...
+        key, _, value = opt.partition("=")
+        if key.strip().lower() == "fastupdate":
+            return value.strip().lower() not in ("off", "of", "false", "f", "fa", "fal", "fals", "no", "n", "0")
+    return True
 
 
 def _bench_dsn(dsn: str, dbname: str) -> str:
@@ -841,6 +740,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                     with psycopg.connect(bdsn, autocommit=True) as prof:
                         prof.execute(sql.SQL("SET search_path = {}, pg_catalog").format(sql.Identifier(SCHEMA)))
                         result["profile"] = profile(prof, bank, retains[3:3 + profile_batches])
+                entry["fastupdate_installed"] = _fastupdate(conn)
                 entry["trigger"] = {}
                 for w in writers:
                     say(f"{size:,} entities: {w} writer(s) for {writer_seconds:.0f} s")
@@ -966,12 +866,14 @@ def markdown(result: Dict[str, Any]) -> str:
         "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for entry in result["sizes"].values():
-        for label, key in (("as installed", "trigger"), ("fastupdate = off", "trigger_fastupdate_off")):
+        installed = "as installed (fastupdate = %s)" % ("on" if entry.get("fastupdate_installed", True) else "off")
+        for label, key in ((installed, "trigger"), ("fastupdate = off", "trigger_fastupdate_off")):
             for w, t in entry.get(key, {}).items():
                 lines.append(f"| {_fmt_int(entry['entities'])} | {label} | {w} | {_fmt_int(t['facts_per_second'])} "
                              f"| {_fmt_int(t['mentions_per_second'])} | {t['retain_ms']['median']} "
                              f"| {t['retain_ms']['p95']} | {t['errors']} |")
-    lines += ["", "Plan of the probe in a fresh session after the writers (fastupdate = off):", ""]
+    if any(entry.get("probe_plan_after_writes_fastupdate_off") for entry in result["sizes"].values()):
+        lines += ["", "Plan of the probe in a fresh session after the writers (fastupdate = off):", ""]
     for entry in result["sizes"].values():
         after = entry.get("probe_plan_after_writes_fastupdate_off")
         if after:
@@ -1002,22 +904,6 @@ def markdown(result: Dict[str, Any]) -> str:
         ]
         for name, s in prof["statements"].items():
             lines.append(f"| {name} | {s['calls']} | {s['ms']:.2f} |")
-        lines += ["", "Exact shortcuts, simulated around the installed resolver on the same batches (each "
-                  "variant on each batch in turn, from cold word caches; every decision and best score compared "
-                  "with the baseline's):", "",
-                  "| variant | resolve_items ms/batch | partners ms/batch | decisions differing |",
-                  "|---|---:|---:|---:|"]
-        for v, run in prof.get("variants", {}).items():
-            lines.append(f"| {v} | {run['resolve_items_ms']:.1f} | {run['partners_ms']:.1f} "
-                         f"| {run['decisions_differing']} of {prof['mentions']} |")
-        lines += ["", "- survivor_partners: the partners statement asks only for the candidates that pass the "
-                  "floor and the word check (the only ones whose partners are ever read).",
-                  "- early_exact: scoring stops at the first candidate that scores 1.0 by the identical-trigram "
-                  "rule when the weights cannot add up to more (later candidates can neither win a tie nor "
-                  "raise the best score).",
-                  "- fast_words: `words.words_match` computes the real_quick_ratio and quick_ratio bounds "
-                  "arithmetically instead of building a SequenceMatcher first.",
-                  "- all: the three together.", ""]
         lines += ["", "Python functions by self time (cProfile, which inflates Python time):", "",
                   "| function | calls/batch | self ms | cumulative ms |", "|---|---:|---:|---:|"]
         for f in prof["functions"][:15]:

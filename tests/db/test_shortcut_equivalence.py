@@ -1,62 +1,284 @@
-"""Resolution decides exactly as the full evaluation, over a large random stream.
+"""Resolution decides exactly as the full evaluation, over large random streams.
 
 explain_mention evaluates every candidate with every signal and all of its
-partners; it is the reference. Any shortcut in the resolve path (skipping the
-partners of candidates that cannot be scored, skipping a SequenceMatcher when
-its bounds prove it cannot win, ...) must leave every decision and every best
-score bit-for-bit identical to it. The stream is the benchmark's: a seeded
-bank with communities and hubs, and mentions that repeat, misspell, shorten
-and invent names next to their community.
+partners; it is the reference. The resolve path takes three shortcuts, each
+of which must leave every decision and every best score bit-for-bit
+identical to it:
+
+- it screens every candidate (floor, word check) before fetching partners,
+  and fetches the partners of the survivors only (survivor_partners);
+- it stops at the first candidate with identical trigram sets that passes the
+  word check, when the weights cannot add up to more than its 1.0
+  (early_exact);
+- the word check computes difflib's ratio bounds by arithmetic (fast_words).
+
+The streams: the benchmark's seeded bank (communities, hubs, mentions that
+repeat, misspell, shorten and invent names next to their community), one
+mention at a time and in batches; and a crafted bank full of identical
+trigram sets (decorations, reordered words, swapped numbers that fail the
+word check) and word mismatches, under settings where the early stop is on
+and where it must stay off.
 """
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
+from datetime import timedelta
 
 import pytest
+from psycopg.rows import dict_row
 
+from bank_builders import NOW, Bank
 from entity_resolver import bench
 
 SIZE = 1500
 MENTIONS = 300
+PROBE = 0.3  # max(candidate_similarity, merge_min_similarity) at the defaults
+SCORED = ("chosen", "outscored", "below_threshold")
 
 
 @pytest.fixture
-def bank(conn):
+def bench_bank(conn):
     conn.execute("SET search_path = entity_resolver, public, pg_catalog")
     return bench.build_bank(conn, SIZE, seed=11)
 
 
-def stream(bank):
+def bench_facts(bank):
+    """The benchmark's retains: facts of 4-8 mentions, MENTIONS mentions in all."""
     rng = random.Random(2026)
-    out = []
-    while len(out) < MENTIONS:
+    facts, count = [], 0
+    while count < MENTIONS:
         for fact in bench.make_retain(bank, rng):
-            for k, text in enumerate(fact):
-                out.append((text, fact[:k] + fact[k + 1:]))
-    return out[:MENTIONS]
+            fact = fact[:MENTIONS - count]
+            if fact:
+                facts.append(fact)
+                count += len(fact)
+    return facts
 
 
-def test_resolve_decides_as_explain_on_a_random_stream(conn, bank):
-    decided = matched = 0
-    for text, nearby in stream(bank):
-        rows = conn.execute(
-            "SELECT candidate_id, score, decision FROM entity_resolver.explain_mention(%s, %s, %s, %s)",
-            (bank.bank_id, text, nearby, bench.NOW)).fetchall()
-        chosen = [r[0] for r in rows if r[2] == "chosen"]
-        scores = [r[1] for r in rows if r[1] is not None]
+def with_nearby(facts):
+    """(text, nearby) per mention: the other mentions of its fact."""
+    return [(text, fact[:k] + fact[k + 1:]) for fact in facts for k, text in enumerate(fact)]
+
+
+def explain(conn, bank_id, text, nearby, when):
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT * FROM entity_resolver.explain_mention(%s, %s, %s::text[], %s)",
+            (bank_id, text, list(nearby), when)).fetchall()
+
+
+def expected(rows):
+    """What resolution must return, from explain's full evaluation: (chosen id, best score)."""
+    chosen = [r["candidate_id"] for r in rows if r["decision"] == "chosen"]
+    scores = [r["score"] for r in rows if r["score"] is not None]
+    return (chosen[0] if chosen else None), (max(scores) if scores else None)
+
+
+def observe(rows, seen: Counter, probe: float = PROBE) -> None:
+    """Count what the shortcuts had to get right on this mention."""
+    probed = [r for r in rows if r["decision"] != "label_row" and round(r["trigram_similarity"], 6) >= probe]
+    seen["word_mismatch"] += any(r["decision"] == "word_mismatch" for r in probed)
+    seen["skipped_before_partners"] += any(r["decision"] in ("word_mismatch", "below_floor") for r in probed)
+    seen["partners"] += any(r["decision"] in SCORED and r["cooccurrence"] for r in probed)
+    identical = [k for k, r in enumerate(probed) if round(r["trigram_similarity"], 6) >= 1.0]
+    seen["identical_word_mismatch"] += any(probed[k]["decision"] == "word_mismatch" for k in identical)
+    passing = [k for k in identical if probed[k]["decision"] in SCORED]
+    if passing:
+        later = probed[passing[0] + 1:]
+        seen["identical_then_more"] += bool(later)
+        seen["identical_then_scored"] += any(r["decision"] in SCORED for r in later)
+        seen["identical_tie"] += len(passing) > 1
+        seen["identical_not_chosen"] += probed[passing[0]]["decision"] != "chosen"
+
+
+def check_one_by_one(conn, bank_id, mentions, seen):
+    """resolve_mention (rolled back) against explain_mention, mention by mention."""
+    matched = 0
+    for text, nearby, when in mentions:
+        rows = explain(conn, bank_id, text, nearby, when)
+        observe(rows, seen)
+        pick, best = expected(rows)
         with conn.transaction(force_rollback=True):
             entity_id, _, created, score = conn.execute(
-                "SELECT * FROM entity_resolver.resolve_mention(%s, %s, %s, %s)",
-                (bank.bank_id, text, nearby, bench.NOW)).fetchone()
+                "SELECT * FROM entity_resolver.resolve_mention(%s, %s, %s::text[], %s)",
+                (bank_id, text, list(nearby), when)).fetchone()
         where = f"{text!r} next to {nearby!r}"
-        assert score == (max(scores) if scores else None), where
-        if chosen:
+        assert score == best, where
+        if pick is not None:
             matched += 1
-            assert (entity_id, created) == (chosen[0], False), where
+            assert (entity_id, created) == (pick, False), where
         else:
             assert created, where
-        decided += 1
-    assert decided == MENTIONS
+    return matched
+
+
+def check_batches(conn, bank_id, mentions, size):
+    """resolve_mentions over batches of ``size`` (rolled back) against explain_mention per mention.
+
+    A batch probes all its keys at once, screens each distinct key once, and
+    fetches the partners of every key's survivors in one statement, for the
+    nearby names of the mentions that have survivors: each mention must
+    still decide as it would alone.
+    """
+    matched = 0
+    for start in range(0, len(mentions), size):
+        chunk = mentions[start:start + size]
+        refs = [expected(explain(conn, bank_id, text, nearby, when)) for text, nearby, when in chunk]
+        payload = [{"text": text, "nearby": list(nearby), "event_date": when.isoformat()}
+                   for text, nearby, when in chunk]
+        with conn.transaction(force_rollback=True):
+            got = conn.execute(
+                "SELECT entity_id, created, score FROM entity_resolver.resolve_mentions(%s, %s::jsonb)"
+                " ORDER BY ord", (bank_id, json.dumps(payload))).fetchall()
+        for (text, nearby, _), (pick, best), (entity_id, created, score) in zip(chunk, refs, got):
+            where = f"{text!r} next to {nearby!r} in a batch"
+            assert score == best, where
+            if pick is not None:
+                matched += 1
+                assert (entity_id, created) == (pick, False), where
+            else:
+                assert created, where
+    return matched
+
+
+# -- the benchmark's bank ----------------------------------------------------------------
+
+def test_resolve_decides_as_explain_on_a_random_stream(conn, bench_bank):
+    mentions = [(text, nearby, bench.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
+    assert len(mentions) == MENTIONS
+    seen = Counter()
+    matched = check_one_by_one(conn, bench_bank.bank_id, mentions, seen)
     # The stream exercises both outcomes, not just one.
     assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
+    # ... and every shortcut: candidates screened out before the partners
+    # statement, partners that count, exact repeats with more candidates
+    # (scored ones too) after them.
+    assert seen["skipped_before_partners"] > 50
+    assert seen["word_mismatch"] > 20
+    assert seen["partners"] > 20
+    assert seen["identical_then_more"] > 50
+    assert seen["identical_then_scored"] > 10
+
+
+def test_a_batch_decides_as_explain_on_a_random_stream(conn, bench_bank):
+    mentions = [(text, nearby, bench.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
+    matched = check_batches(conn, bench_bank.bank_id, mentions, bench.BATCH_MENTIONS)
+    assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
+
+
+# -- a bank of identical trigram sets and word mismatches -----------------------------
+
+FIRST = ["John", "Jane", "Alex", "Alexa", "Maria", "Marie", "Sara", "Sarah"]
+LAST = ["Smith", "Kim", "Chen", "Morgan", "Lee"]
+# Pairs with identical trigram sets (similarity 1.0): decorations, case and
+# punctuation, reordered words; and swapped numbers ("flight 1.5"/"flight 5.1":
+# the same trigrams, but a numbers conflict, so the word check fails).
+THINGS = ["Wren", "Wren 🎵", "WREN!", "Acme Corp", "Acme-Corp", "ACME corp.", "Corp Acme",
+          "GPT-4", "GPT 4", "São Paulo", "Sao Paulo", "New York", "New Jersey", "York New",
+          "Python", "Python 3", "Python 3.0", "Flight 1.5", "Flight 5.1", "Build 2.3", "Build 3.2",
+          "Release 4.10", "Release 10.4", "Room 101", "Room 102", "UA123", "Sprint 14", "renewal"]
+DECORATIONS = [" 🎵", "!", " (the)", "-", ".", " ✨"]
+# (name, a near-duplicate of it, a selective partner of the near-duplicate):
+# next to its partner, the near-duplicate scores over 1.0 under heavy weights
+# and beats the identical name.
+NEAR = [("Wren", "Wrenn", "Quokka"), ("Acme Corp", "Acme Corps", "Zephyr"),
+        ("GPT-4", "GPT-4o", "Marmalade"), ("Sao Paulo", "Sao Paolo", "Tangerine")]
+
+SETTINGS = {
+    "defaults": {},
+    # Weights adding up to more than 1.0: a later candidate can outscore an
+    # identical name, so resolution must not stop at it.
+    "heavy": {"name_weight": 0.6, "cooccurrence_weight": 0.5, "recency_weight": 0.3},
+    # 0.34 + 0.56 + 0.1 is 1.0000000000000002 in floating point: the early
+    # stop is off, though on paper the weights add up to 1.
+    "float_edge": {"name_weight": 0.34, "cooccurrence_weight": 0.56, "recency_weight": 0.1},
+    # 0.7 + 0.2 + 0.1 is 0.9999999999999999: the early stop is on; only
+    # identical names pass a threshold of 1.
+    "light_strict": {"name_weight": 0.7, "cooccurrence_weight": 0.2, "recency_weight": 0.1,
+                     "threshold": 1.0},
+}
+
+
+def crafted_bank(conn, rng, settings):
+    bank = Bank(conn, "crafted").create()
+    if settings:
+        bank.configure(settings)
+    people = sorted({f"{f} {s}" for f in FIRST for s in LAST if rng.random() < 0.6}
+                    | {"John Smith", "Smith John", "Jane Smith", "John A Smith"})
+    names = people + THINGS
+    ids = []
+    for name in names:
+        last_seen = rng.choice([None, NOW + timedelta(days=rng.uniform(-10, 10))])
+        ids.append(bank.entity(name, last_seen=last_seen))
+    hub = bank.hub("user", 40)
+    pairs = {frozenset(rng.sample(ids, 2)) for _ in range(3 * len(ids))}
+    pairs |= {frozenset((hub, i)) for i in rng.sample(ids, len(ids) // 3)}
+    for a, b in sorted(tuple(sorted(p)) for p in pairs):
+        bank.cooccur(a, b, count=rng.randrange(1, 4))
+    for _, near, partner in NEAR:
+        bank.known_with(near, [partner], last_seen=NOW)
+    return bank, names
+
+
+def crafted_mention(rng, names):
+    if rng.random() < 0.15:
+        name, _, partner = rng.choice(NEAR)
+        return (name + rng.choice([""] + DECORATIONS), [partner] + rng.sample(names, rng.randrange(2)),
+                NOW + timedelta(days=rng.uniform(-9, 9)))
+    name = rng.choice(names + FIRST + LAST)
+    change = rng.randrange(9)
+    if change == 0:
+        name = name.upper()
+    elif change == 1:
+        name = name + rng.choice(DECORATIONS)
+    elif change == 2:
+        name = " ".join(reversed(name.split()))
+    elif change == 3:
+        # Swap the numbers' parts: identical trigrams, conflicting numbers.
+        name = name.replace("1.5", "5.1").replace("2.3", "3.2").replace("4.10", "10.4")
+    elif change == 4 and len(name) > 3:
+        i = rng.randrange(len(name))
+        name = name[:i] + rng.choice("aeiouxyz") + name[i + 1:]
+    elif change == 5:
+        name = name.split()[0]
+    elif change == 6:
+        name = f"{name} {rng.randrange(1, 5)}"
+    nearby = rng.sample(names + ["user", "standup"], rng.randrange(5))
+    return name, nearby, NOW + timedelta(days=rng.uniform(-9, 9))
+
+
+@pytest.mark.parametrize("label", sorted(SETTINGS))
+def test_resolve_decides_as_explain_on_identical_names(conn, label):
+    rng = random.Random(f"identical:{label}")
+    bank, names = crafted_bank(conn, rng, SETTINGS[label])
+    mentions = [crafted_mention(rng, names) for _ in range(250)]
+    seen = Counter()
+    matched = check_one_by_one(conn, bank.id, mentions, seen)
+    matched_in_batches = check_batches(conn, bank.id, mentions, 25)
+    assert matched == matched_in_batches
+    assert 20 < matched < 230
+    assert seen["identical_word_mismatch"] > 5
+    assert seen["identical_tie"] > 20
+    assert seen["identical_then_scored"] > 20
+    assert seen["partners"] > 20
+    if label == "heavy":
+        # The case the guard exists for: the identical name is outscored.
+        assert seen["identical_not_chosen"] > 5
+
+
+def test_a_heavier_weighting_lets_a_later_candidate_beat_an_identical_name(conn):
+    bank = Bank(conn, "heavy").create()
+    bank.configure(SETTINGS["heavy"])
+    identical = bank.entity("Wren 🎵", last_seen=None)
+    closer = bank.known_with("Wrenn", ["Acme"], last_seen=NOW)
+
+    rows = explain(conn, bank.id, "Wren", ["Acme"], NOW)
+    result = bank.resolve("Wren", ["Acme"])
+
+    assert [r["candidate_id"] for r in rows if r["decision"] == "chosen"] == [closer]
+    assert {r["candidate_id"]: r["score"] for r in rows}[identical] == 1.0
+    assert (result["entity_id"], result["created"]) == (closer, False)
+    assert result["score"] == expected(rows)[1] > 1.0

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from scoring import (BELOW_FLOOR, BELOW_THRESHOLD, CHOSEN, LABEL_ROW, OUTSCORED, WORD_MISMATCH,
-                     Candidate, Evaluation, best_evaluation, cooccurrence_score, evaluate,
-                     name_similarity, passes_threshold, recency_score)
+                     Candidate, Evaluation, best_evaluation, cooccurrence_score, decide, evaluate,
+                     identical_is_final, name_similarity, passes_threshold, recency_score, screen)
 from settings import DEFAULTS
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -315,6 +315,77 @@ def test_scores_do_not_depend_on_nearby_order_or_repeats(mention, cands, nearby,
     first, _ = evaluate(mention, cands, nearby, NOW, DEFAULTS)
     second, _ = evaluate(mention, cands, shuffled, NOW, DEFAULTS)
     assert [(e.score, e.decision) for e in first] == [(e.score, e.decision) for e in second]
+
+
+# -- stop_at_identical: resolution's shortcut, explain's full evaluation ------------------
+
+def test_stop_at_identical_stops_after_the_first_passing_identical_name():
+    cands = [cand("flight 5.1", trigram=1.0), cand("flight 1.5", trigram=1.0, id="a"),
+             cand("flight 1.5", trigram=1.0, id="b"), cand("flight 1.6", trigram=0.6)]
+    full, best_full = evaluate("flight 1.5", cands, [], NOW, DEFAULTS)
+    short, best_short = evaluate("flight 1.5", cands, [], NOW, DEFAULTS, stop_at_identical=True)
+    # 5.1 fails the numbers rule and does not stop scoring; the first 1.5 does.
+    assert decisions(short) == [WORD_MISMATCH, CHOSEN]
+    assert decisions(full) == [WORD_MISMATCH, CHOSEN, OUTSCORED, WORD_MISMATCH]
+    assert best_short.candidate is best_full.candidate and best_short.score == best_full.score == 1.0
+
+
+def test_stop_at_identical_is_off_when_the_weights_can_add_up_to_more_than_one():
+    heavy = dict(DEFAULTS, name_weight=0.6, cooccurrence_weight=0.5, recency_weight=0.3)
+    cands = [cand("wren 🎵", trigram=1.0), cand("wrenn", trigram=0.57, last_seen=NOW, partners={"acme": 1})]
+    assert not identical_is_final(heavy)
+    _, best = evaluate("wren", cands, ["acme"], NOW, heavy, stop_at_identical=True)
+    # 0.6 * 0.89 + 0.5 + 0.3 > 1.0: the later candidate outscores the identical one.
+    assert best.candidate.name == "wrenn" and best.score > 1.0
+
+
+def test_identical_is_final_follows_the_float_sum_of_the_weights():
+    assert identical_is_final(DEFAULTS)
+    assert identical_is_final(dict(DEFAULTS, name_weight=0.7, cooccurrence_weight=0.2, recency_weight=0.1))
+    # 0.34 + 0.56 + 0.1 is 1.0000000000000002 in binary floating point: a
+    # perfect later candidate would report a best score above the 1.0 of an
+    # identical name.
+    heavy = dict(DEFAULTS, name_weight=0.34, cooccurrence_weight=0.56, recency_weight=0.1)
+    assert not identical_is_final(heavy)
+    cands = [cand("wren 🎵", trigram=1.0), cand("wren", trigram=0.99, last_seen=NOW, partners={"acme": 1})]
+    evaluations, best = evaluate("wren", cands, ["acme"], NOW, heavy, stop_at_identical=True)
+    assert best.candidate.name == "wren 🎵"
+    assert max(ev.score for ev in evaluations) == 1.0000000000000002
+
+
+WEIGHT = st.one_of(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]), st.floats(0.0, 1.0))
+EVAL_SETTINGS = st.fixed_dictionaries({
+    "name_weight": WEIGHT, "cooccurrence_weight": WEIGHT, "recency_weight": WEIGHT,
+    "threshold": THRESHOLD, "merge_min_similarity": st.sampled_from([0.0, 0.3, 0.5, 1.0]),
+}).map(lambda s: dict(DEFAULTS, **s))
+MANY = st.lists(CANDIDATE, max_size=8).map(
+    lambda cs: sorted(cs, key=lambda c: -c.trigram_similarity))  # probe order, identical names first
+
+
+@hsettings(max_examples=3000)
+@given(NAME, MANY, NEARBY, EVAL_SETTINGS)
+def test_stop_at_identical_changes_neither_the_choice_nor_the_best_score(mention, cands, nearby, settings):
+    full, best_full = evaluate(mention, cands, nearby, NOW, settings)
+    short, best_short = evaluate(mention, cands, nearby, NOW, settings, stop_at_identical=True)
+    assert (best_short and best_short.candidate) is (best_full and best_full.candidate)
+    assert (best_short and best_short.score) == (best_full and best_full.score)
+    top = max((ev.score for ev in full if ev.score is not None), default=None)
+    assert max((ev.score for ev in short if ev.score is not None), default=None) == top
+    # The evaluations it makes are the full evaluation's, cut short.
+    assert [(e.candidate, e.score, e.decision) for e in short] == \
+        [(e.candidate, e.score, e.decision) for e in full[:len(short)]]
+    if not identical_is_final(settings):
+        assert len(short) == len(full)
+
+
+@hsettings(max_examples=1000)
+@given(NAME, MANY, NEARBY, EVAL_SETTINGS, st.booleans())
+def test_evaluate_is_screen_then_decide(mention, cands, nearby, settings, stop):
+    whole, best = evaluate(mention, cands, nearby, NOW, settings, stop_at_identical=stop)
+    parts, best_parts = decide(mention, screen(mention, cands, settings, stop), nearby, NOW, settings)
+    assert [(e.candidate, e.score, e.decision, e.detail) for e in whole] == \
+        [(e.candidate, e.score, e.decision, e.detail) for e in parts]
+    assert (best and best.candidate) is (best_parts and best_parts.candidate)
 
 
 # -- shipping: the modules run inside PostgreSQL ----------------------------------------

@@ -199,6 +199,83 @@ def test_words_match_is_prefix_or_ratio(a, b):
     assert words_match(a, b) == expected
 
 
+def plain_words_match(a, b):
+    """words_match as difflib spells it: prefix, else SequenceMatcher's ratio >= 0.6."""
+    return a.startswith(b) or b.startswith(a) or SequenceMatcher(None, a, b).ratio() >= 0.6
+
+
+# Words that are near each other: one word and an edited copy (a letter
+# dropped, doubled, swapped or replaced, an accent, a suffix), over letters
+# that repeat (so the multiset bound and the exact ratio differ), up to
+# words long enough (200+) for difflib's autojunk heuristic.
+LETTER = st.sampled_from("aeinorstlmkcéüøß東京ー١٢0123")
+SHORT_WORD = st.text(alphabet=LETTER, min_size=1, max_size=12)
+LONG_WORD = st.text(alphabet=st.sampled_from("abcde"), min_size=150, max_size=260)
+
+
+@st.composite
+def edited(draw, word):
+    chars = list(draw(word))
+    for _ in range(draw(st.integers(0, 4))):
+        op = draw(st.sampled_from(["drop", "double", "swap", "replace", "insert", "append"]))
+        i = draw(st.integers(0, max(len(chars) - 1, 0)))
+        if op == "drop" and len(chars) > 1:
+            del chars[i]
+        elif op == "double" and chars:
+            chars.insert(i, chars[i])
+        elif op == "swap" and len(chars) > 1:
+            j = min(i + 1, len(chars) - 1)
+            chars[i], chars[j] = chars[j], chars[i]
+        elif op == "replace" and chars:
+            chars[i] = draw(LETTER)
+        elif op == "insert":
+            chars.insert(i, draw(LETTER))
+        elif op == "append":
+            chars.extend(draw(st.text(alphabet=LETTER, min_size=1, max_size=8)))
+    return "".join(chars) or "a"
+
+
+def word_pair(word):
+    independent = st.tuples(word, word)
+    related = word.flatmap(lambda w: st.tuples(st.just(w), edited(st.just(w))))
+    return st.one_of(independent, related, related.map(lambda p: (p[1], p[0])))
+
+
+@hsettings(max_examples=6000)
+@given(st.one_of(word_pair(SHORT_WORD), word_pair(WORD), word_pair(LONG_WORD)))
+def test_words_match_bounds_give_difflibs_answer(pair):
+    # words_match computes real_quick_ratio and quick_ratio by arithmetic
+    # and builds a SequenceMatcher only when both reach 0.6: the answer must
+    # be the plain ratio's, bit for bit (uncached, both ways round).
+    a, b = pair
+    assert words_match.__wrapped__(a, b) == plain_words_match(a, b)
+    assert words_match.__wrapped__(b, a) == plain_words_match(b, a)
+
+
+def test_words_match_bounds_on_a_seeded_sample():
+    # Thousands of pairs of real-looking words around the 0.6 cutoff.
+    import random
+    rng = random.Random(58)
+    letters = "aeiounrstlmkdgbhy"
+    near = far = 0
+    for _ in range(20000):
+        a = "".join(rng.choice(letters) for _ in range(rng.randint(1, 10)))
+        b = list(a)
+        for _ in range(rng.randint(0, 3)):
+            i = rng.randrange(len(b) + 1)
+            if rng.random() < 0.5 and b:
+                b[min(i, len(b) - 1)] = rng.choice(letters)
+            else:
+                b.insert(i, rng.choice(letters))
+        b = "".join(b)
+        expected = plain_words_match(a, b)
+        assert words_match.__wrapped__(a, b) == expected, (a, b)
+        ratio = SequenceMatcher(None, a, b).ratio()
+        near += 0.5 <= ratio < 0.7
+        far += ratio < 0.5
+    assert near > 1000 and far > 1000  # both sides of the cutoff, and close to it
+
+
 @hsettings(max_examples=2000)
 @given(st.text(max_size=30))
 def test_words_hold_only_letters_and_digits(name):
