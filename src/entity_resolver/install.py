@@ -250,6 +250,14 @@ def install(
                 ).fetchone()
                 checksum = hashlib.sha256(text.encode()).hexdigest()
                 if done:
+                    if done[0] != checksum:
+                        # Migrations are frozen once applied: an edited one
+                        # would leave this database unlike a fresh install.
+                        raise InstallError(
+                            f"migration {name} differs from the one applied to this database "
+                            f"(checksum {done[0][:12]}, file {checksum[:12]}): released migrations "
+                            f"must not be edited; put the change in a new migration"
+                        )
                     continue
                 conn.execute(render(text, values))
                 conn.execute(

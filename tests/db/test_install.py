@@ -171,6 +171,19 @@ def test_upgrade_from_first_version_matches_a_fresh_install(empty_db):
     assert catalog_snapshot(old, "entity_resolver") == catalog_snapshot(fresh, "entity_resolver")
 
 
+def test_upgrade_one_version_at_a_time_matches_a_fresh_install(empty_db):
+    old = empty_db()
+    for version in range(1, len(migrations()) + 1):
+        report = install(old, upto=version)
+        assert installed_version(old) == version
+        assert report.applied_migrations == [version]
+    install(old)
+    fresh = empty_db()
+    install(fresh)
+    assert installed_version(old) == installed_version(fresh) == len(migrations())
+    assert catalog_snapshot(old, "entity_resolver") == catalog_snapshot(fresh, "entity_resolver")
+
+
 def test_install_into_a_schema_name_that_needs_quoting(empty_db):
     conn = empty_db()
     install(conn, schema="Memory Layer")
@@ -230,3 +243,18 @@ def test_utf8_database_gets_no_locale_warning(empty_db):
         warnings.simplefilter("error", LocaleWarning)
         report = install(conn)
     assert report.warnings == []
+
+
+def test_an_edited_migration_is_refused_on_upgrade(empty_db, tmp_path):
+    conn = empty_db()
+    install(conn)
+    import shutil
+
+    from entity_resolver.install import data_dir
+
+    base = tmp_path / "edited"
+    shutil.copytree(data_dir(), base, ignore=shutil.ignore_patterns("__pycache__", ".venv", ".git"))
+    first = sorted((base / "migrations").glob("0001_*.sql"))[0]
+    first.write_text(first.read_text() + "\n-- edited after release\n")
+    with pytest.raises(InstallError, match="must not be edited"):
+        install(conn, base=base)
