@@ -682,20 +682,29 @@ def set_entity_labels_sql(plpy, bank_id, labels_json):
     if labels_json is None:
         raise InputError("must not be null", "labels", "22004")
     config = labels.validate_labels(_load_json(labels_json, "labels"), "labels")
-    # Two keys or two values equal after PostgreSQL's lower() would make
-    # labels that cannot be told apart.
-    keys = []
-    for a in config["attributes"]:
-        keys.append(a["key"])
+    # Two keys, two values of a group or two fields of a map equal after
+    # PostgreSQL's lower() would make labels that cannot be told apart
+    # ("Sarah-Chen" and "sarah-chen" are one label entity).
+    names, paths, scopes = [], [], []
+    for i, a in enumerate(config["attributes"]):
+        names.append(a["key"])
+        paths.append("attributes[%d].key" % i)
+        scopes.append("keys")
+        for member in ("values", "fields"):
+            field = "value" if member == "values" else "key"
+            for j, item in enumerate(a.get(member) or []):
+                names.append(item[field])
+                paths.append("attributes[%d].%s[%d].%s" % (i, member, j, field))
+                scopes.append("attributes[%d].%s" % (i, member))
     rows = _execute(plpy, _plan(plpy, "lower_array",
                                 "SELECT ARRAY(SELECT lower(t) FROM unnest($1::text[]) WITH ORDINALITY"
-                                " AS u (t, i) ORDER BY i) AS l", ["text[]"]), [keys])
+                                " AS u (t, i) ORDER BY i) AS l", ["text[]"]), [names])
     seen = {}
-    for i, k in enumerate(rows[0]["l"]):
-        if k in seen:
-            raise InputError('attributes[%d].key "%s" duplicates attributes[%d].key after lower()'
-                             % (i, keys[i], seen[k]), "labels")
-        seen[k] = i
+    for i, folded in enumerate(rows[0]["l"]):
+        first = seen.setdefault((scopes[i], folded), i)
+        if first != i:
+            raise InputError('%s "%s" duplicates %s after lower()' % (paths[i], names[i], paths[first]),
+                             "labels")
     _execute(plpy, _plan(plpy, "set_labels",
                          "INSERT INTO banks (bank_id, entity_labels) VALUES ($1, $2::jsonb)"
                          " ON CONFLICT (bank_id) DO UPDATE SET entity_labels = excluded.entity_labels",

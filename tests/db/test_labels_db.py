@@ -150,3 +150,29 @@ def test_json_schema_of_a_bank_without_labels_allows_nothing(shared_conn):
                                  ).fetchone()[0]
 
     assert (schema["properties"], schema["additionalProperties"]) == ({}, False)
+
+
+def test_two_values_equal_after_lower_are_refused_naming_both(bank):
+    import psycopg
+    import pytest
+
+    person = {"key": "person", "type": "value",
+              "values": [{"value": "Sarah-Chen"}, {"value": "sarah-chen"}]}
+
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as refusal:
+        bank.set_labels({"attributes": [person]})
+
+    message = refusal.value.diag.message_primary
+    assert message.startswith("labels: attributes[0].values[1].value")
+    assert "attributes[0].values[0].value" in message
+    stored = bank.conn.execute("SELECT entity_labels FROM entity_resolver.banks WHERE bank_id = %s",
+                               (bank.id,)).fetchone()
+    assert stored is None or stored[0] == {}
+
+
+def test_the_same_value_in_two_groups_is_allowed(bank):
+    # "person:alex" and "owner:alex" are different labels.
+    config = {"attributes": [{"key": "person", "type": "value", "values": [{"value": "alex"}]},
+                             {"key": "owner", "type": "value", "values": [{"value": "Alex"}]}]}
+
+    assert bank.set_labels(config) == config
