@@ -20,8 +20,14 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    the installed module) with the same distinct keys, the same pg_trgm
    threshold and the same LIMIT, as a prepared statement, without scoring;
 4. runs 1 and then 4 concurrent writers inserting retains (one INSERT INTO
-   facts of about ten facts, 58 mentions, per transaction; statistics
-   flushed at commit) into the bank for a fixed time;
+   facts of about ten facts, 58 mentions, per transaction) into the bank for
+   a fixed time, each writer count twice: statistics flushed at commit (the
+   default), then with ``entity_resolver.flush_at_commit = off`` and one more
+   session calling ``flush_stats()`` every second (the backlog left when the
+   writers stop is counted and applied by a final, timed flush); after each
+   run the applied statistics are checked against what was inserted
+   (mention_count against the mentions, cooccurrence_count against a recount
+   of the pairs in unit_entities);
 5. reads the benchmark backend's memory (/proc when the server is local, and
    pg_backend_memory_contexts);
 6. profiles the PL/Python side at one size: time per SQL statement of the
@@ -65,6 +71,7 @@ BATCH_MENTIONS = 58
 SEED = 58
 HUB_SHARE = 0.015
 COMMUNITY = 40
+FLUSH_EVERY = 1.0  # seconds between flush_stats() calls when writers do not flush at commit
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 
 # -- name pools -----------------------------------------------------------------
@@ -434,13 +441,26 @@ def backend_memory(conn: psycopg.Connection) -> Dict[str, Any]:
     return out
 
 
-def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: int) -> Dict[str, Any]:
-    """``writers`` sessions inserting retains (one INSERT INTO facts per transaction) for ``seconds``."""
+def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: int,
+                    flush_at_commit: bool = True, flush_every: float = FLUSH_EVERY) -> Dict[str, Any]:
+    """``writers`` sessions inserting retains (one INSERT INTO facts per transaction) for ``seconds``.
+
+    With ``flush_at_commit`` off, the writers leave their statistics in
+    stats_queue and one more session calls ``flush_stats()`` every
+    ``flush_every`` seconds (on a fixed tick; a flush that overruns its tick
+    is followed by the next one at once, as a scheduler would queue it);
+    after the writers stop, the rows still queued are counted (the backlog)
+    and applied by one final, timed ``flush_stats()``.
+    """
     counts = [[0, 0, 0] for _ in range(writers)]  # facts, mentions, errors
     latencies: List[List[float]] = [[] for _ in range(writers)]
-    start_line = threading.Barrier(writers + 1)
+    flusher = not flush_at_commit
+    start_line = threading.Barrier(writers + 1 + int(flusher))
     stop_at = [0.0]
+    stop_flusher = threading.Event()
+    flush_ms: List[float] = []
     failures: List[str] = []
+    flush_sql = f"SELECT * FROM {SCHEMA}.flush_stats()"
     insert = (f"INSERT INTO {SCHEMA}.facts (bank_id, content, mentions, event_date)"
               " SELECT %s, c, m, %s FROM unnest(%s::text[], %s::jsonb[]) AS t (c, m)")
 
@@ -449,7 +469,7 @@ def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: in
             rng = random.Random(seed * 1000 + w)
             retains = [make_retain(bank, rng) for _ in range(64)]
             with psycopg.connect(dsn, autocommit=True) as c:
-                c.execute("SET entity_resolver.flush_at_commit = on")
+                c.execute("SET entity_resolver.flush_at_commit = %s" % ("on" if flush_at_commit else "off"))
                 c.execute("SET statement_timeout = '60s'")
                 start_line.wait()
                 k = 0
@@ -472,14 +492,39 @@ def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: in
             failures.append(f"writer {w}: {type(exc).__name__}: {exc}")
             start_line.abort()
 
+    def flush_loop() -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("SET statement_timeout = '120s'")
+                start_line.wait()
+                tick = time.monotonic()
+                while True:
+                    tick += flush_every
+                    if stop_flusher.wait(max(0.0, tick - time.monotonic())):
+                        return
+                    t = time.perf_counter()
+                    try:
+                        c.execute(flush_sql).fetchall()
+                    except psycopg.Error as exc:
+                        if len(failures) < 3:
+                            failures.append(f"flush_stats: {type(exc).__name__}: {exc}".splitlines()[0])
+                        continue
+                    flush_ms.append((time.perf_counter() - t) * 1000.0)
+                    tick = max(tick, time.monotonic() - flush_every)
+        except BaseException as exc:
+            failures.append(f"flusher: {type(exc).__name__}: {exc}")
+            start_line.abort()
+
     threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(writers)]
-    for t in threads:
+    flush_thread = threading.Thread(target=flush_loop, daemon=True) if flusher else None
+    for t in threads + ([flush_thread] if flush_thread else []):
         t.start()
     stop_at[0] = time.monotonic() + 3600  # set for real once everyone is connected
     try:
         start_line.wait()
     except threading.BrokenBarrierError:
-        for t in threads:
+        stop_flusher.set()
+        for t in threads + ([flush_thread] if flush_thread else []):
             t.join()
         raise RuntimeError("a writer could not start: " + "; ".join(failures)) from None
     began = time.monotonic()
@@ -487,11 +532,29 @@ def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: in
     for t in threads:
         t.join()
     elapsed = time.monotonic() - began
+    stop_flusher.set()
+    flushing: Dict[str, Any] = {}
+    with psycopg.connect(dsn, autocommit=True) as c:
+        if flush_thread is not None:
+            flush_thread.join()  # lets a flush in progress finish
+        flushing["backlog_rows"] = c.execute(
+            f"SELECT count(*) FROM {SCHEMA}.stats_queue WHERE bank_id = %s", (bank.bank_id,)).fetchone()[0]
+        if flusher:
+            t = time.perf_counter()
+            c.execute(flush_sql).fetchall()
+            flushing["final_flush_ms"] = round((time.perf_counter() - t) * 1000.0, 1)
+            flushing["flushes"] = len(flush_ms)
+            flushing["flush_ms"] = {"median": round(statistics.median(flush_ms), 1) if flush_ms else None,
+                                    "max": round(max(flush_ms), 1) if flush_ms else None}
+            flushing["seconds_to_applied"] = round(time.monotonic() - began, 2)
     facts = sum(c[0] for c in counts)
     mentions = sum(c[1] for c in counts)
     lat = [x for ls in latencies for x in ls]
     return {
         "writers": writers,
+        "statistics": "flush at commit" if flush_at_commit else f"flush_stats every {flush_every:g} s",
+        "flush_at_commit": flush_at_commit,
+        **flushing,
         "seconds": round(elapsed, 2),
         "facts": facts,
         "mentions": mentions,
@@ -502,6 +565,54 @@ def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: in
         "errors": sum(c[2] for c in counts),
         "error_examples": failures,
     }
+
+
+def _count_snapshot(conn: psycopg.Connection, bank_id: str) -> Dict[str, int]:
+    """Applied statistics of a bank, and what its links say they must be.
+
+    ``pairs_from_links`` is the sum over units of n(n-1)/2 for the n entities
+    linked to each: one co-occurrence per unordered pair of a unit's entities.
+    The generated bank has counts but no links, so only differences between
+    two snapshots are comparable.
+    """
+    row = conn.execute(
+        f"SELECT (SELECT coalesce(sum(mention_count), 0) FROM {SCHEMA}.entities WHERE bank_id = %(b)s),"
+        f" (SELECT coalesce(sum(cooccurrence_count), 0) FROM {SCHEMA}.entity_cooccurrences WHERE bank_id = %(b)s),"
+        f" (SELECT coalesce(sum(n * (n - 1) / 2), 0) FROM (SELECT count(*) AS n FROM {SCHEMA}.unit_entities"
+        f"   WHERE bank_id = %(b)s GROUP BY unit_id) AS u),"
+        f" (SELECT count(*) FROM {SCHEMA}.facts WHERE bank_id = %(b)s),"
+        f" (SELECT count(*) FROM {SCHEMA}.stats_queue WHERE bank_id = %(b)s)",
+        {"b": bank_id}).fetchone()
+    return dict(zip(("mention_count", "cooccurrence_count", "pairs_from_links", "facts", "queued"),
+                    (int(x) for x in row)))
+
+
+def measure_writers_exact(dsn: str, conn: psycopg.Connection, bank: Bank, writers: int, seconds: float,
+                          seed: int, flush_at_commit: bool = True) -> Dict[str, Any]:
+    """``measure_writers``, then check that the applied statistics are exact.
+
+    Exact means, between a snapshot before the run (queue empty) and one after
+    it (after the final flush_stats when the writers did not flush at commit):
+    mention_count grew by the mentions the writers inserted (each resolved
+    mention counts one, new entities start at 0), facts by the facts inserted,
+    cooccurrence_count by the pairs recounted from unit_entities, and nothing
+    of the bank is left in stats_queue.
+    """
+    before = _count_snapshot(conn, bank.bank_id)
+    if before["queued"]:  # a backlog of an earlier run is not this run's
+        conn.execute(f"SELECT * FROM {SCHEMA}.flush_stats(%s)", (bank.bank_id,))
+        before = _count_snapshot(conn, bank.bank_id)
+    out = measure_writers(dsn, bank, writers, seconds, seed, flush_at_commit)
+    after = _count_snapshot(conn, bank.bank_id)
+    delta = {k: after[k] - before[k] for k in ("mention_count", "cooccurrence_count", "pairs_from_links", "facts")}
+    out["counts"] = {"mentions_inserted": out["mentions"], "mention_count_added": delta["mention_count"],
+                     "facts_inserted": out["facts"], "facts_added": delta["facts"],
+                     "pairs_from_links": delta["pairs_from_links"],
+                     "cooccurrence_count_added": delta["cooccurrence_count"], "queued_after": after["queued"]}
+    out["counts_exact"] = (delta["mention_count"] == out["mentions"] and delta["facts"] == out["facts"]
+                           and delta["cooccurrence_count"] == delta["pairs_from_links"]
+                           and after["queued"] == 0)
+    return out
 
 
 # -- profiling ------------------------------------------------------------------
@@ -693,7 +804,7 @@ def _reset(conn: psycopg.Connection) -> None:
 def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path] = Path("docs/benchmarks.md"),
               *, batches: int = 30, writer_seconds: float = 12.0, writers: Sequence[int] = (1, 4),
               profile_size: Optional[int] = 100_000, profile_batches: int = 10,
-              compare_fastupdate: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
+              compare_fastupdate: bool = True, compare_flush: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
@@ -742,9 +853,18 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                         result["profile"] = profile(prof, bank, retains[3:3 + profile_batches])
                 entry["fastupdate_installed"] = _fastupdate(conn)
                 entry["trigger"] = {}
+                if compare_flush:
+                    entry["trigger_flush_stats"] = {}
                 for w in writers:
-                    say(f"{size:,} entities: {w} writer(s) for {writer_seconds:.0f} s")
-                    entry["trigger"][str(w)] = measure_writers(bdsn, bank, w, writer_seconds, seed + w)
+                    # Each writer count with the flush at commit, then (fresh
+                    # retains, same bank) with flush_stats every second.
+                    say(f"{size:,} entities: {w} writer(s) for {writer_seconds:g} s, flush at commit")
+                    entry["trigger"][str(w)] = measure_writers_exact(bdsn, conn, bank, w, writer_seconds, seed + w)
+                    if compare_flush:
+                        say(f"{size:,} entities: {w} writer(s) for {writer_seconds:g} s, "
+                            f"flush_stats every {FLUSH_EVERY:g} s")
+                        entry["trigger_flush_stats"][str(w)] = measure_writers_exact(
+                            bdsn, conn, bank, w, writer_seconds, seed + 200 + w, flush_at_commit=False)
                 entry["probe_plan_after_writes"] = probe_plan(bdsn, bank, retains[0])
                 if compare_fastupdate and _fastupdate(conn):
                     # The same writers with the trigram index's pending list
@@ -768,6 +888,10 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
         result["machine"]["load_after"] = round(os.getloadavg()[0], 2)
     except (OSError, KeyError):
         pass
+    checked = [t for entry in result["sizes"].values() for key in ("trigger", "trigger_flush_stats")
+               for t in entry.get(key, {}).values()]
+    if checked:
+        result["trigger_counts_exact"] = all(t.get("counts_exact") for t in checked)
     result["targets"] = targets(result)
     if out is not None:
         write_doc(out, markdown(result))
@@ -859,19 +983,48 @@ def markdown(result: Dict[str, Any]) -> str:
         "## Trigger path: facts per second",
         "",
         "Each writer is a session inserting retains: one `INSERT INTO facts` of about ten facts "
-        f"({result['batch_mentions']} mentions) per transaction, statistics flushed at commit, all writers in "
-        "the same bank.",
+        f"({result['batch_mentions']} mentions) per transaction, all writers in the same bank. Each writer "
+        "count runs twice, one run after the other on the same bank (fresh retains each time): "
+        "*flush at commit* (the default, `entity_resolver.flush_at_commit = on`: each transaction applies "
+        "its own statistics at commit) and *flush_stats every 1 s* (writers with `flush_at_commit = off`, "
+        "plus one more session calling `SELECT * FROM entity_resolver.flush_stats()` every second, as "
+        "pg_cron would; after the writers stop, the rows still queued are counted and applied by one final, "
+        "timed `flush_stats()`). Facts/s and mentions/s count the writers' time only. *Periodic flushes*: "
+        "how many ran during the run, median and maximum ms. *Backlog*: `stats_queue` rows of the bank "
+        "when the writers stopped (and the last periodic flush had finished). *Exact*: after the run (after "
+        "the final flush), `mention_count` grew by exactly the mentions inserted, `cooccurrence_count` by "
+        "exactly the pairs recounted from `unit_entities`, and nothing is left queued.",
         "",
-        "| entities | trigram index | writers | facts/s | mentions/s | retain median ms | retain p95 ms | errors |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| entities | trigram index | statistics | writers | facts/s | mentions/s | retain median ms "
+        "| retain p95 ms | errors | periodic flushes (median / max ms) | backlog rows at end | final flush ms "
+        "| exact |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for entry in result["sizes"].values():
         installed = "as installed (fastupdate = %s)" % ("on" if entry.get("fastupdate_installed", True) else "off")
-        for label, key in ((installed, "trigger"), ("fastupdate = off", "trigger_fastupdate_off")):
-            for w, t in entry.get(key, {}).items():
-                lines.append(f"| {_fmt_int(entry['entities'])} | {label} | {w} | {_fmt_int(t['facts_per_second'])} "
-                             f"| {_fmt_int(t['mentions_per_second'])} | {t['retain_ms']['median']} "
-                             f"| {t['retain_ms']['p95']} | {t['errors']} |")
+        runs = []
+        for w in entry.get("trigger", {}):
+            runs.append((installed, entry["trigger"][w]))
+            if w in entry.get("trigger_flush_stats", {}):
+                runs.append((installed, entry["trigger_flush_stats"][w]))
+        runs += [("fastupdate = off", t) for t in entry.get("trigger_fastupdate_off", {}).values()]
+        for label, t in runs:
+            if t.get("flush_at_commit", True):
+                flushes, final = "–", "–"
+            else:
+                fm = t.get("flush_ms", {})
+                flushes = (f"{t.get('flushes', 0)} ({fm.get('median')} / {fm.get('max')})" if t.get("flushes")
+                           else "0")
+                final = f"{t.get('final_flush_ms')}"
+            backlog = _fmt_int(t["backlog_rows"]) if "backlog_rows" in t else "–"
+            exact = {True: "yes", False: "**no**"}.get(t.get("counts_exact"), "–")
+            lines.append(f"| {_fmt_int(entry['entities'])} | {label} | {t.get('statistics', 'flush at commit')} "
+                         f"| {t['writers']} | {_fmt_int(t['facts_per_second'])} "
+                         f"| {_fmt_int(t['mentions_per_second'])} | {t['retain_ms']['median']} "
+                         f"| {t['retain_ms']['p95']} | {t['errors']} | {flushes} | {backlog} | {final} | {exact} |")
+    if "trigger_counts_exact" in result:
+        lines += ["", "Counts exact after every run, in both configurations: "
+                  + ("**yes**" if result["trigger_counts_exact"] else "**no** (see the rows marked no)") + "."]
     if any(entry.get("probe_plan_after_writes_fastupdate_off") for entry in result["sizes"].values()):
         lines += ["", "Plan of the probe in a fresh session after the writers (fastupdate = off):", ""]
     for entry in result["sizes"].values():
