@@ -60,7 +60,8 @@ def _plan(plpy, name, query, types):
     """Prepare a statement once per session (the module lives in GD)."""
     plan = _PLANS.get(name)
     if plan is None:
-        plan = plpy.prepare(query.replace("@trgm@", _trgm_schema(plpy)), types)
+        query = query.replace("@trgm@", _trgm_schema(plpy))
+        plan = plpy.prepare(query.replace("@collate@", _name_collation(plpy)), types)
         _PLANS[name] = plan
     return plan
 
@@ -77,6 +78,26 @@ def _trgm_schema(plpy):
     return schema
 
 
+def _name_collation(plpy):
+    """The collation of entities.canonical_name: mention texts are lowered with it."""
+    # In a database whose LC_CTYPE is C the installer gives the column the
+    # C.UTF-8 collation, so that lower() folds 'İ' on the stored side; the
+    # probing side must fold with the same collation, not the database's.
+    collation = _PLANS.get("@collate@")
+    if collation is None:
+        collation = _execute(
+            plpy,
+            "SELECT CASE WHEN a.attcollation = 100 THEN '\"default\"'"
+            " ELSE quote_ident(n.nspname) || '.' || quote_ident(c.collname) END AS c"
+            " FROM pg_catalog.pg_attribute a"
+            " JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation"
+            " JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace"
+            " WHERE a.attrelid = 'entities'::regclass AND a.attname = 'canonical_name'"
+        )[0]["c"]
+        _PLANS["@collate@"] = collation
+    return collation
+
+
 # -- SQL ---------------------------------------------------------------------
 # Every comparison folds case with PostgreSQL's lower() on both sides.
 
@@ -86,14 +107,14 @@ WITH ins AS (
     ON CONFLICT (bank_id) DO NOTHING
     RETURNING settings, entity_labels
 )
-SELECT settings::text AS settings, lower(entity_labels::text) AS labels FROM ins
+SELECT settings::text AS settings, lower(entity_labels::text COLLATE @collate@) AS labels FROM ins
 UNION ALL
-SELECT settings::text, lower(entity_labels::text) FROM banks
+SELECT settings::text, lower(entity_labels::text COLLATE @collate@) FROM banks
  WHERE bank_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)
 """
 
 SQL_BANK_READ = """
-SELECT settings::text AS settings, lower(entity_labels::text) AS labels
+SELECT settings::text AS settings, lower(entity_labels::text COLLATE @collate@) AS labels
   FROM banks WHERE bank_id = $1
 """
 
@@ -101,7 +122,8 @@ SELECT settings::text AS settings, lower(entity_labels::text) AS labels
 # statement. set_config(..., true) is undone when the calling function returns
 # because every entry point is declared with SET pg_trgm.similarity_threshold.
 SQL_PREPARE = """
-SELECT ARRAY(SELECT lower(t) FROM unnest($1::text[]) WITH ORDINALITY AS u (t, i) ORDER BY i)
+SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[]) WITH ORDINALITY AS u (t, i)
+              ORDER BY i)
            AS lowered,
        ARRAY(SELECT extract(epoch FROM d::timestamptz)::float8
                FROM unnest($2::text[]) WITH ORDINALITY AS u (d, i) ORDER BY i) AS epochs,
@@ -697,7 +719,8 @@ def set_entity_labels_sql(plpy, bank_id, labels_json):
                 paths.append("attributes[%d].%s[%d].%s" % (i, member, j, field))
                 scopes.append("attributes[%d].%s" % (i, member))
     rows = _execute(plpy, _plan(plpy, "lower_array",
-                                "SELECT ARRAY(SELECT lower(t) FROM unnest($1::text[]) WITH ORDINALITY"
+                                "SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[])"
+                                " WITH ORDINALITY"
                                 " AS u (t, i) ORDER BY i) AS l", ["text[]"]), [names])
     seen = {}
     for i, folded in enumerate(rows[0]["l"]):

@@ -145,19 +145,55 @@ def _ensure_extension(conn: psycopg.Connection, name: str, schema_ident: str | N
         ) from exc
 
 
+def _ctype(conn: psycopg.Connection) -> str:
+    return conn.execute("SELECT datctype FROM pg_database WHERE datname = current_database()").fetchone()[0]
+
+
+def unicode_collation(conn: psycopg.Connection) -> str | None:
+    """A libc C.UTF-8 collation of this UTF-8 database, as a quoted name; None if there is none."""
+    row = conn.execute(
+        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.collname) FROM pg_collation c"
+        " JOIN pg_namespace n ON n.oid = c.collnamespace"
+        " WHERE c.collprovider = 'c' AND lower(c.collctype) IN ('c.utf8', 'c.utf-8')"
+        " AND c.collencoding IN (-1, pg_char_to_encoding('UTF8'))"
+        " AND pg_char_to_encoding('UTF8') = (SELECT encoding FROM pg_database"
+        " WHERE datname = current_database())"
+        " ORDER BY c.collname LIMIT 1"
+    ).fetchone()
+    return row[0] if row else None
+
+
+def name_collation(conn: psycopg.Connection) -> str:
+    """The collation entity names fold case with (the canonical_name column's).
+
+    Under LC_CTYPE C, lower() folds ASCII letters only, so 'İstanbul' would
+    never meet 'istanbul' in the unique index. There the column takes the
+    C.UTF-8 collation, whose lower() folds every letter (İ -> i, as in a UTF-8
+    database); the resolver lowers mention texts with the column's collation,
+    so both sides of every comparison still fold alike.
+    """
+    if _ctype(conn) in ("C", "POSIX"):
+        return unicode_collation(conn) or '"default"'
+    return '"default"'
+
+
 def check_locale(conn: psycopg.Connection) -> str | None:
     """Return a warning text when LC_CTYPE is C/POSIX, else None."""
-    ctype = conn.execute(
-        "SELECT datctype FROM pg_database WHERE datname = current_database()"
-    ).fetchone()[0]
-    if ctype in ("C", "POSIX"):
-        return (
-            f"database LC_CTYPE is {ctype}: lower() and pg_trgm treat non-ASCII letters as "
-            f"non-letters, so names like 'İstanbul', 'Zoë' or CJK names lose fuzzy matching "
-            f"(exact case-sensitive matches still work); create the database with a UTF-8 "
-            f"locale such as C.UTF-8 for full Unicode case folding"
+    ctype = _ctype(conn)
+    if ctype not in ("C", "POSIX"):
+        return None
+    if unicode_collation(conn):
+        folding = (
+            "entity names fold case with the C.UTF-8 collation ('İstanbul' = 'istanbul'), but "
         )
-    return None
+    else:
+        folding = "lower() folds ASCII letters only ('İstanbul' <> 'istanbul'), and "
+    return (
+        f"database LC_CTYPE is {ctype}: {folding}pg_trgm treats non-ASCII letters as "
+        f"non-letters, so names like 'Zoë' or CJK names lose fuzzy matching (exact matches "
+        f"still work); create the database with a UTF-8 locale such as C.UTF-8 for full "
+        f"Unicode fuzzy matching"
+    )
 
 
 def code_version(schema: str, base: Path | None = None) -> str:
@@ -239,6 +275,7 @@ def install(
             "schema": schema_ident,
             "trgm_schema": _quote_ident(conn, trgm_schema),
             "code_version": version,
+            "name_collation": name_collation(conn),
         }
         for number, name, text in migrations(base):
             if upto is not None and number > upto:

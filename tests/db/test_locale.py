@@ -2,9 +2,11 @@
 
 Python's str.lower() turns "İ" into "i" + U+0307 (two characters); PostgreSQL's
 lower() under a UTF-8 locale gives "i", and under the C locale leaves "İ" as
-it is. Resolution must fold with lower() on both sides so that its keys are
-the unique index's keys: never a second row for a name the index would call
-the same, never a lookup that misses the row the index has.
+it is, so in a C-locale database the installer gives entities.canonical_name
+the C.UTF-8 collation and the resolver lowers mention texts with it. Resolution
+must fold with lower() on both sides so that its keys are the unique index's
+keys: never a second row for a name the index would call the same, never a
+lookup that misses the row the index has.
 """
 
 from __future__ import annotations
@@ -58,27 +60,47 @@ def test_istanbul_spellings_in_one_batch_are_one_entity_in_utf8(bank):
     assert len(bank.names()) == 1
 
 
-# -- C-locale database: lower() folds ASCII only -----------------------------------------
+# -- C-locale database: names fold with the C.UTF-8 collation ---------------------------
 
 
-def test_istanbul_is_found_by_istanbul_in_a_c_locale_database(c_bank):
-    # lower() leaves "İ" alone here, so the two are distinct keys to the
-    # unique index; the existing row is found by its score (name 0.875, seen
-    # on the event date) and no second row is written.
-    ident = c_bank.entity("İstanbul", last_seen=NOW)
+def test_a_c_locale_installation_folds_names_with_a_unicode_collation(c_bank):
+    collation = c_bank.conn.execute(
+        "SELECT c.collname FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation"
+        " WHERE a.attrelid = 'entity_resolver.entities'::regclass AND a.attname = 'canonical_name'"
+    ).fetchone()[0]
+    assert collation.lower() in ("c.utf8", "c.utf-8")
 
-    result = c_bank.resolve("istanbul")
+
+@pytest.mark.parametrize("existing, mention", [
+    ("İstanbul", "istanbul"), ("istanbul", "İSTANBUL"), ("İSTANBUL", "İstanbul"),
+])
+def test_istanbul_is_found_by_its_key_with_no_history_in_a_c_locale_database(c_bank, existing, mention):
+    # lower() of the database's own C ctype would leave "İ" alone; the name
+    # column's C.UTF-8 collation folds it on both sides, as in a UTF-8 database.
+    ident = c_bank.entity(existing, last_seen=None)
+
+    result = c_bank.resolve(mention, event_date=None)
+
+    assert (result["entity_id"], result["created"], result["score"]) == (ident, False, 1.0)
+    assert c_bank.names() == [existing]
+
+
+def test_a_literal_istanbul_reuses_the_existing_row_in_a_c_locale_database(c_bank):
+    ident = c_bank.entity("İstanbul", last_seen=None)
+
+    result = c_bank.resolve("istanbul", literal=True)
 
     assert (result["entity_id"], result["created"]) == (ident, False)
     assert c_bank.names() == ["İstanbul"]
 
 
-def test_istanbul_is_found_by_itself_with_no_history_in_a_c_locale_database(c_bank):
-    ident = c_bank.entity("İstanbul", last_seen=None)
+def test_the_unique_index_refuses_a_second_istanbul_in_a_c_locale_database(c_bank):
+    import psycopg
 
-    result = c_bank.resolve("İstanbul", event_date=None)
+    c_bank.entity("İstanbul")
 
-    assert (result["entity_id"], result["created"], result["score"]) == (ident, False, 1.0)
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        c_bank.entity("istanbul")
 
 
 def test_ascii_case_folds_with_no_history_in_a_c_locale_database(c_bank):
@@ -91,7 +113,7 @@ def test_ascii_case_folds_with_no_history_in_a_c_locale_database(c_bank):
 
 
 def test_istanbul_spellings_in_one_batch_are_one_entity_in_a_c_locale_database(c_bank):
-    rows = c_bank.resolve_batch(["İstanbul", "istanbul"])
+    rows = c_bank.resolve_batch(["İstanbul", "istanbul", "İSTANBUL"])
 
     assert len({r["entity_id"] for r in rows}) == 1
     assert len(c_bank.names()) == 1
