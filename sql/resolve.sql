@@ -214,3 +214,17 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}._last_call_statements() IS
 'Internal: how many SQL statements the last resolve or explain call of this session ran (a call runs a fixed handful whatever its batch size).';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.fold_name(name text)
+RETURNS text
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ schema }}, pg_catalog, pg_temp
+AS $$
+    SELECT lower(name COLLATE {{ name_collation }})
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.fold_name(text) IS
+'A name folded as the resolver folds it: lower() with the collation of entities.canonical_name (the database default, or C.UTF-8 in a C-locale database). Compare with lower(canonical_name).';

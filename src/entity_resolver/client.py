@@ -402,7 +402,7 @@ class Client:
         """The entity whose name equals ``name`` case-insensitively (by PostgreSQL's lower())."""
         rows = self._rows(
             "SELECT " + self._ENTITY_COLUMNS + " FROM {s}.entity_overview"
-            " WHERE bank_id = %s AND lower(name) = lower(%s)",
+            " WHERE bank_id = %s AND lower(name) = {s}.fold_name(%s)",
             (bank_id, name),
         )
         return self._entity(rows[0]) if rows else None
@@ -411,7 +411,7 @@ class Client:
         """Entities seen in the same facts as ``name`` (case-insensitive), most often first."""
         rows = self._rows(
             "SELECT entity_name, neighbor_id, neighbor_name, cooccurrence_count, last_cooccurred"
-            " FROM {s}.entity_neighbors WHERE bank_id = %s AND lower(entity_name) = lower(%s)"
+            " FROM {s}.entity_neighbors WHERE bank_id = %s AND lower(entity_name) = {s}.fold_name(%s)"
             " ORDER BY cooccurrence_count DESC, lower(neighbor_name), neighbor_id LIMIT %s",
             (bank_id, name, limit),
         )
@@ -429,7 +429,7 @@ class Client:
         """Names of the bank that contain ``name`` (case-insensitive), shortest first."""
         rows = self._rows(
             "SELECT canonical_name FROM {s}.entities WHERE bank_id = %s"
-            " AND strpos(lower(canonical_name), lower(%s)) > 0"
+            " AND strpos(lower(canonical_name), {s}.fold_name(%s)) > 0"
             " ORDER BY char_length(canonical_name), lower(canonical_name) LIMIT %s",
             (bank_id, name, limit),
         )
