@@ -60,42 +60,39 @@ def _plan(plpy, name, query, types):
     """Prepare a statement once per session (the module lives in GD)."""
     plan = _PLANS.get(name)
     if plan is None:
-        query = query.replace("@trgm@", _trgm_schema(plpy))
-        plan = plpy.prepare(query.replace("@collate@", _name_collation(plpy)), types)
+        for token, value in _catalog_tokens(plpy).items():
+            query = query.replace(token, value)
+        plan = plpy.prepare(query, types)
         _PLANS[name] = plan
     return plan
 
 
-def _trgm_schema(plpy):
-    schema = _PLANS.get("@trgm@")
-    if schema is None:
-        schema = _execute(
-            plpy,
-            "SELECT e.extnamespace::regnamespace::text AS s FROM pg_catalog.pg_extension e"
-            " WHERE e.extname = 'pg_trgm'"
-        )[0]["s"]
-        _PLANS["@trgm@"] = schema
-    return schema
+# Names substituted into the statements, read from the catalog once per
+# session: @trgm@ is pg_trgm's schema (its functions and operators are
+# qualified, so a look-alike planted elsewhere is never picked up);
+# @collate@ is the collation of entities.canonical_name, which mention texts
+# are lowered with. In a database whose LC_CTYPE is C the installer gives the
+# column the C.UTF-8 collation so that lower() folds 'İ' on the stored side;
+# the probing side must fold with the same collation, not the database's.
+SQL_CATALOG_TOKENS = """
+SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension AS e
+         WHERE e.extname = 'pg_trgm') AS trgm,
+       (SELECT CASE WHEN a.attcollation = 100 THEN '"default"'
+                    ELSE quote_ident(n.nspname) || '.' || quote_ident(c.collname) END
+          FROM pg_catalog.pg_attribute AS a
+          JOIN pg_catalog.pg_collation AS c ON c.oid = a.attcollation
+          JOIN pg_catalog.pg_namespace AS n ON n.oid = c.collnamespace
+         WHERE a.attrelid = 'entities'::regclass AND a.attname = 'canonical_name') AS name_collation
+"""
 
 
-def _name_collation(plpy):
-    """The collation of entities.canonical_name: mention texts are lowered with it."""
-    # In a database whose LC_CTYPE is C the installer gives the column the
-    # C.UTF-8 collation, so that lower() folds 'İ' on the stored side; the
-    # probing side must fold with the same collation, not the database's.
-    collation = _PLANS.get("@collate@")
-    if collation is None:
-        collation = _execute(
-            plpy,
-            "SELECT CASE WHEN a.attcollation = 100 THEN '\"default\"'"
-            " ELSE quote_ident(n.nspname) || '.' || quote_ident(c.collname) END AS c"
-            " FROM pg_catalog.pg_attribute a"
-            " JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation"
-            " JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace"
-            " WHERE a.attrelid = 'entities'::regclass AND a.attname = 'canonical_name'"
-        )[0]["c"]
-        _PLANS["@collate@"] = collation
-    return collation
+def _catalog_tokens(plpy):
+    tokens = _PLANS.get("@tokens@")
+    if tokens is None:
+        row = _execute(plpy, SQL_CATALOG_TOKENS)[0]
+        tokens = {"@trgm@": row["trgm"], "@collate@": row["name_collation"]}
+        _PLANS["@tokens@"] = tokens
+    return tokens
 
 
 # -- SQL ---------------------------------------------------------------------
