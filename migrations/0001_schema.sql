@@ -30,7 +30,7 @@ COMMENT ON COLUMN {{ schema }}.banks.created_at IS
 CREATE TABLE {{ schema }}.entities (
     bank_id text NOT NULL REFERENCES {{ schema }}.banks (bank_id) ON DELETE CASCADE,
     id uuid NOT NULL DEFAULT gen_random_uuid(),
-    canonical_name text COLLATE {{ name_collation }} NOT NULL,
+    canonical_name text NOT NULL,
     entity_kind text NOT NULL DEFAULT 'regular',
     mention_count bigint NOT NULL DEFAULT 0,
     first_seen timestamptz,
@@ -62,7 +62,7 @@ COMMENT ON TABLE {{ schema }}.entities IS
 COMMENT ON COLUMN {{ schema }}.entities.bank_id IS 'Owning bank.';
 COMMENT ON COLUMN {{ schema }}.entities.id IS 'Entity id (uuid).';
 COMMENT ON COLUMN {{ schema }}.entities.canonical_name IS
-'The name as first written (or as chosen by in-batch clustering), 1 to 500 characters. Its collation folds case: the database default, or C.utf8 in a database whose LC_CTYPE is C.';
+'The name as first written (or as chosen by in-batch clustering), 1 to 500 characters.';
 COMMENT ON COLUMN {{ schema }}.entities.entity_kind IS
 'regular (fuzzy-resolvable) or label (controlled vocabulary, exact match only).';
 COMMENT ON COLUMN {{ schema }}.entities.mention_count IS

@@ -258,3 +258,18 @@ def test_an_edited_migration_is_refused_on_upgrade(empty_db, tmp_path):
     first.write_text(first.read_text() + "\n-- edited after release\n")
     with pytest.raises(InstallError, match="must not be edited"):
         install(conn, base=base)
+
+
+def test_the_collation_migration_upgrades_an_installation_that_has_views(empty_db):
+    # 0006 alters entities.canonical_name, which the views read: on an
+    # installation that already has them it must drop them, and the
+    # idempotent files re-create them.
+    conn = empty_db()
+    install(conn)
+    conn.execute("INSERT INTO entity_resolver.banks (bank_id) VALUES ('b')")
+    conn.execute("INSERT INTO entity_resolver.entities (bank_id, canonical_name) VALUES ('b', 'İstanbul')")
+    collation_migration = 6  # migrations/0006_name_collation.sql
+    conn.execute("DELETE FROM entity_resolver.schema_migrations WHERE version = %s", (collation_migration,))
+    report = install(conn)
+    assert report.applied_migrations == [collation_migration]
+    assert conn.execute("SELECT name FROM entity_resolver.entity_overview").fetchall() == [("İstanbul",)]
