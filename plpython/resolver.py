@@ -740,6 +740,62 @@ def labels_json_schema_sql(plpy, bank_id, _unused=None):
     return json.dumps(labels.json_schema(config))
 
 
+SQL_LINK_UNITS = "SELECT _link_units($1, $2, $3, $4)"
+
+
+def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
+    """The facts trigger: resolve every mention of the inserted rows, then link each fact.
+
+    Arrays hold the inserted rows in statement order. One resolver call per
+    bank for all its rows (it queues the mention statistics); linking queues
+    the pairs.
+    """
+    if not ids:
+        return
+    # Per bank, in the order the statement inserted the facts: the items of
+    # one resolver call and, item by item, the fact each came from.
+    banks = {}
+    for row_no, (bank_id, unit_id, raw, event_date) in enumerate(
+            zip(bank_ids, ids, mentions, event_dates), 1):
+        # Errors name the mention and the row of the INSERT, so that one bad
+        # fact among thousands can be found; the whole statement fails.
+        where = " (inserted row %d)" % row_no
+        try:
+            _check_bank(bank_id)
+            items = parse_mentions(raw)
+        except InputError as error:
+            error.argument += where
+            raise
+        batch, owners = banks.setdefault(bank_id, ([], []))
+        texts = [item["text"] for item in items]
+        for n, item in enumerate(items):
+            if item["nearby"] is None:
+                # The other mentions of the same fact, not of the statement:
+                # two facts of one INSERT say nothing about each other.
+                item["nearby"] = texts[:n] + texts[n + 1:]
+            if item["event_date"] is None:
+                item["event_date"] = event_date
+            item["text_argument"] += where
+            item["date_argument"] += where
+            batch.append(item)
+            owners.append((unit_id, event_date))
+
+    link = _plan(plpy, "link_units", SQL_LINK_UNITS, ["text", "uuid[]", "uuid[]", "timestamptz[]"])
+    # Banks in a fixed order, so that two statements spanning the same banks
+    # create their entities in the same order.
+    for bank_id in sorted(banks):
+        batch, owners = banks[bank_id]
+        if not batch:
+            continue
+        results = resolve_items(plpy, bank_id, batch, None)
+        _execute(plpy, link, [
+            bank_id,
+            [unit for unit, _ in owners],
+            [result["entity_id"] for result in results],
+            [date for _, date in owners],
+        ])
+
+
 BANK_CALLS = {
     "configure_bank": configure_bank_sql,
     "set_entity_labels": set_entity_labels_sql,

@@ -449,63 +449,7 @@ key = "entity_resolver:{{ code_version }}"
 if key not in GD:
     plpy.execute(plpy.prepare("SELECT _load_modules($1)", ["text"]), [key])
 R = GD[key]["resolver"]
-
-
-def resolve_and_link(plpy):
-    if not ids:
-        return
-    rows = [{"bank_id": b, "id": i, "mentions": m, "event_date": d}
-            for b, i, m, d in zip(bank_ids, ids, mentions, event_dates)]
-    # Per bank, in the order the statement inserted the facts: the items of
-    # one resolver call and, item by item, the fact each came from.
-    banks = {}
-    for row_no, row in enumerate(rows, 1):
-        # Errors name the mention and the row of the INSERT, so that one bad
-        # fact among thousands can be found; the whole statement fails.
-        where = " (inserted row %d)" % row_no
-        try:
-            R._check_bank(row["bank_id"])
-            items = R.parse_mentions(row["mentions"])
-        except R.InputError as error:
-            error.argument += where
-            raise
-        batch, owners = banks.setdefault(row["bank_id"], ([], []))
-        texts = [item["text"] for item in items]
-        for n, item in enumerate(items):
-            if item["nearby"] is None:
-                # The other mentions of the same fact, not of the statement:
-                # two facts of one INSERT say nothing about each other.
-                item["nearby"] = texts[:n] + texts[n + 1:]
-            if item["event_date"] is None:
-                item["event_date"] = row["event_date"]
-            item["text_argument"] += where
-            item["date_argument"] += where
-            batch.append(item)
-            owners.append((row["id"], row["event_date"]))
-
-    link = SD.get("link")
-    if link is None:
-        link = SD["link"] = plpy.prepare(
-            "SELECT _link_units($1, $2, $3, $4)", ["text", "uuid[]", "uuid[]", "timestamptz[]"]
-        )
-    # Banks in a fixed order, so that two statements spanning the same banks
-    # create their entities in the same order.
-    for bank_id in sorted(banks):
-        batch, owners = banks[bank_id]
-        if not batch:
-            continue
-        # One resolver call per bank and statement, for all its mentions; it
-        # queues the mention statistics, linking queues the pairs.
-        results = R.resolve_items(plpy, bank_id, batch, None)
-        plpy.execute(link, [
-            bank_id,
-            [unit for unit, _ in owners],
-            [result["entity_id"] for result in results],
-            [date for _, date in owners],
-        ])
-
-
-R.call(plpy, resolve_and_link)
+R.call(plpy, R.resolve_and_link_facts_sql, bank_ids, ids, mentions, event_dates)
 $$;
 
 COMMENT ON FUNCTION {{ schema }}._resolve_and_link_facts(text[], text[], text[], text[]) IS
