@@ -4,9 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit demo lint setup system-deps bench soak clean
+.PHONY: test unit demo lint setup system-deps bench soak clean extension install-extension
 
-test: setup lint
+test: setup lint install-extension
 	$(PY) -m pytest -q
 
 unit: setup
@@ -28,6 +28,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# The extension's control file and scripts, generated from the same sources
+# the Python installer runs (src/entity_resolver/build.py).
+PG_CONFIG ?= $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/pg_config)))
+extension: setup
+	$(PY) -c "import sys; from entity_resolver.build import main; sys.exit(main(sys.argv[1:]))" build/extension
+
+install-extension: extension
+	install -m 644 build/extension/* "$$($(PG_CONFIG) --sharedir)/extension/"
 
 bench: setup
 	$(VENV)/bin/entity-resolver bench

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from settings import InputError
+from errors import InputError, type_name
 
 TYPES = ("value", "multi-values", "text", "multi-text", "map")
 VALUE_TYPES = ("value", "multi-values")
@@ -37,25 +37,10 @@ def _fail(path: str, problem: str, argument: str) -> None:
     raise InputError("%s %s" % (path, problem) if path else problem, argument)
 
 
-def _json_type(value: Any) -> str:
-    """A JSON name for the type of ``value``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "number"
-
-
 def _object(value: Any, path: str, allowed: tuple, argument: str) -> Dict[str, Any]:
     """Check ``value`` is an object with only ``allowed`` properties."""
     if not isinstance(value, dict):
-        _fail(path, "must be a JSON object, got %s" % _json_type(value), argument)
+        _fail(path, "must be a JSON object, got %s" % type_name(value), argument)
     for prop in value:
         if prop not in allowed:
             # A typo ("value" for "values") must not silently drop a vocabulary.
@@ -67,7 +52,7 @@ def _object(value: Any, path: str, allowed: tuple, argument: str) -> Dict[str, A
 def _list(value: Any, path: str, argument: str) -> List[Any]:
     """Check ``value`` is a non-empty array."""
     if not isinstance(value, list):
-        _fail(path, "must be an array, got %s" % _json_type(value), argument)
+        _fail(path, "must be an array, got %s" % type_name(value), argument)
     if not value:
         _fail(path, "must not be empty", argument)
     return value
@@ -76,7 +61,7 @@ def _list(value: Any, path: str, argument: str) -> List[Any]:
 def _text(value: Any, path: str, argument: str) -> str:
     """Check ``value`` is a string that is not empty or blank."""
     if not isinstance(value, str):
-        _fail(path, "must be a string, got %s" % _json_type(value), argument)
+        _fail(path, "must be a string, got %s" % type_name(value), argument)
     if not value.strip():
         _fail(path, "must not be empty or blank", argument)
     return value
@@ -145,7 +130,7 @@ def validate_labels(config: Any, argument: str = "labels") -> Dict[str, Any]:
     _object(config, "", _CONFIG_PROPS, argument)
     raw_attributes = config.get("attributes", [])
     if not isinstance(raw_attributes, list):
-        _fail("attributes", "must be an array, got %s" % _json_type(raw_attributes), argument)
+        _fail("attributes", "must be an array, got %s" % type_name(raw_attributes), argument)
     attributes = []
     seen = set()
     for i, raw in enumerate(raw_attributes):
@@ -158,7 +143,7 @@ def validate_labels(config: Any, argument: str = "labels") -> Dict[str, Any]:
         kind = attr.get("type")
         if kind not in TYPES:
             _fail(path + ".type", "must be one of %s, got %s"
-                  % (", ".join(TYPES), '"%s"' % kind if isinstance(kind, str) else _json_type(kind)),
+                  % (", ".join(TYPES), '"%s"' % kind if isinstance(kind, str) else type_name(kind)),
                   argument)
         entry: Dict[str, Any] = {"key": key, "type": kind}
         _described(attr, entry, path, argument)

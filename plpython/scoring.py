@@ -1,7 +1,8 @@
-"""Scoring candidates for one mention, and the decision among them.
+"""The signals that score a candidate, and the records a decision is made of.
 
-``evaluate`` is the one decision function: ``resolve_*`` acts on its choice and
-``explain_mention`` prints its evaluations, so the two agree by construction.
+A candidate (an existing entity probed for a mention) is screened
+(screen.py), scored here, and the best one chosen (decide.py). Each signal is
+one small function; ``score`` combines them with the bank's weights.
 
 Names are lowercased by PostgreSQL before they get here; pg_trgm similarities
 are computed by PostgreSQL. Standard library only.
@@ -15,9 +16,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from difflib import SequenceMatcher
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
-
-import words
+from typing import Any, Dict, FrozenSet, Iterable, Optional
 
 # Decision codes, one per evaluated candidate (explain_mention's "decision").
 CHOSEN = "chosen"                    # the mention resolves to this entity
@@ -123,139 +122,17 @@ def passes_threshold(score: float, threshold: float) -> bool:
     return round(score, PRECISION) >= threshold
 
 
-def best_evaluation(evaluations: Iterable[Evaluation]) -> Optional[Evaluation]:
-    """Return the scored evaluation with the highest score, the first on a tie."""
-    # Scores are compared at the threshold's precision, so float noise
-    # (0.6000000000000001 against 0.6) cannot overturn the probe order.
-    best = None
-    best_rounded = 0.0
-    for ev in evaluations:
-        if ev.score is None:
-            continue
-        rounded = round(ev.score, PRECISION)
-        if best is None or rounded > best_rounded:
-            best, best_rounded = ev, rounded
-    return best
-
-
-def identical_is_final(settings: Dict[str, Any]) -> bool:
-    """True iff no candidate can score more than 1.0, the score of identical trigram sets."""
-    # Every signal lies in [0, 1] and IEEE rounding is monotonic, so the
-    # computed w1*name + w2*cooc + w3*recency is at most the computed
-    # w1 + w2 + w3 (summed in the same order): when that is at most 1.0, a
-    # candidate scoring 1.0 can be neither beaten nor, being earlier in probe
-    # order, lose a tie. (A negative weight, which validation refuses, would
-    # bound its term by 0.)
-    return (max(settings["name_weight"], 0.0) + max(settings["cooccurrence_weight"], 0.0)
-            + max(settings["recency_weight"], 0.0)) <= 1.0
-
-
-# One candidate screened: its evaluation when it was skipped before scoring
-# (label row, under the floor, word mismatch), None when it is to be scored.
-Screened = Tuple[Candidate, Optional[Evaluation]]
-
-
-def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, Any],
-           stop_at_identical: bool = False) -> List[Screened]:
-    """The first phase of ``evaluate``: label rows, the floor and the word check, in probe order.
-
-    Returns (candidate, evaluation) for each candidate examined: the
-    evaluation of one skipped before scoring, None for one to be scored.
-    Needs neither the nearby names nor the partners, so a batch can screen
-    every mention's candidates before fetching the partners of the survivors.
-
-    With ``stop_at_identical`` (resolution, not explain), screening stops
-    after the first candidate with identical trigram sets that passes the
-    word check, when ``identical_is_final``: it scores 1.0, and no later
-    candidate can change the choice or the best score.
-    """
-    floor = settings["merge_min_similarity"]
-    stop = stop_at_identical and identical_is_final(settings)
-    out: List[Screened] = []
-    for cand in candidates:
-        if cand.is_label:
-            # Labels resolve by exact match only: "pedagogy:scaffolding" must
-            # never be fuzzy-merged into a neighbouring value.
-            out.append((cand, Evaluation(cand, None, None, None, None, None, LABEL_ROW)))
-            continue
-        trigram = round(cand.trigram_similarity, PRECISION)
-        # pg_trgm returns a float4: 0.35 arrives as 0.3499999940395355, so the
-        # similarity is compared at 6 decimals, like the score.
-        if trigram < floor:
-            # "Tigran"/"Iran" is 0.80 by sequence ratio but 0.20 by trigram:
-            # short names that merely look alike are not merged on history.
-            out.append((cand, Evaluation(cand, None, None, None, None, None, BELOW_FLOOR)))
-            continue
-        why = words.tokens_check(mention, cand.name)
-        if why is not None:
-            out.append((cand, Evaluation(cand, False, None, None, None, None, WORD_MISMATCH, why)))
-            continue
-        out.append((cand, None))
-        if stop and trigram >= 1.0:
-            break
-    return out
-
-
-def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
-           event_date: Optional[datetime],
-           settings: Dict[str, Any]) -> Tuple[List[Evaluation], Optional[Evaluation]]:
-    """The second phase of ``evaluate``: score the screened survivors and choose among them."""
-    threshold = settings["threshold"]
-    name_weight = settings["name_weight"]
-    cooc_weight = settings["cooccurrence_weight"]
-    recency_weight = settings["recency_weight"]
-    window = settings["recency_window_days"]
-    context = distinct_nearby(nearby, mention)
-
-    evaluations: List[Evaluation] = []
-    scored: List[Evaluation] = []
-    for cand, skipped in screened:
-        if skipped is not None:
-            evaluations.append(skipped)
-            continue
-        name = name_similarity(mention, cand.name)
-        cooc = _damped_share(context, cand.partners)
-        recency = recency_score(event_date, cand.last_seen, window)
-        if round(cand.trigram_similarity, PRECISION) >= 1.0:
-            # Identical trigram sets: the same words, differing only in case,
-            # punctuation or decoration ("Wren 🎵"/"Wren", "GPT-4"/"GPT 4").
-            score = 1.0
-        else:
-            score = name_weight * name + cooc_weight * cooc + recency_weight * recency
-        ev = Evaluation(cand, True, name, cooc, recency, score, BELOW_THRESHOLD)
-        evaluations.append(ev)
-        scored.append(ev)
-
-    best = best_evaluation(scored)
-    if best is None or not passes_threshold(best.score, threshold):
-        # A duplicate is recoverable, a bad merge is not: nothing good enough
-        # means a new entity, and every scored candidate says why.
-        return evaluations, None
-    for ev in scored:
-        if ev is best:
-            ev.decision = CHOSEN
-        elif passes_threshold(ev.score, threshold):
-            ev.decision = OUTSCORED
-    return evaluations, best
-
-
-def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str],
-             event_date: Optional[datetime], settings: Dict[str, Any],
-             stop_at_identical: bool = False) -> Tuple[List[Evaluation], Optional[Evaluation]]:
-    """Evaluate candidates in probe order; return all evaluations and the chosen one (or None).
-
-    ``candidates`` must be in probe order (trigram similarity descending,
-    then id): a tie on score goes to the earlier one. ``settings`` are the
-    effective settings. Decisions: label_row, below_floor, word_mismatch for
-    candidates skipped before scoring; among the scored, the best one is
-    "chosen" iff it passes the threshold; then every other scored candidate is
-    "outscored" when it would have passed too, else "below_threshold". When the
-    best does not pass, every scored candidate is "below_threshold".
-
-    ``stop_at_identical`` (see ``screen``) returns the evaluations up to the
-    first passing candidate with identical trigram sets only: the choice and
-    the best score are the same as without it. Resolution uses it (through
-    ``screen`` and ``decide``); explain_mention evaluates every candidate.
-    """
-    return decide(mention, screen(mention, candidates, settings, stop_at_identical),
-                  nearby, event_date, settings)
+def score(mention: str, cand: Candidate, context: FrozenSet[str], event_date: Optional[datetime],
+          settings: Dict[str, Any]) -> Evaluation:
+    """Score a candidate that passed the screen: every signal, the weighted total."""
+    name = name_similarity(mention, cand.name)
+    cooc = _damped_share(context, cand.partners)
+    recency = recency_score(event_date, cand.last_seen, settings["recency_window_days"])
+    if round(cand.trigram_similarity, PRECISION) >= 1.0:
+        # Identical trigram sets: the same words, differing only in case,
+        # punctuation or decoration ("Wren 🎵"/"Wren", "GPT-4"/"GPT 4").
+        total = 1.0
+    else:
+        total = (settings["name_weight"] * name + settings["cooccurrence_weight"] * cooc
+                 + settings["recency_weight"] * recency)
+    return Evaluation(cand, True, name, cooc, recency, total, BELOW_THRESHOLD)

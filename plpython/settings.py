@@ -14,6 +14,8 @@ import difflib
 import math
 from typing import Any, Dict, Optional, Tuple
 
+from errors import InputError, type_name as _type_name
+
 DEFAULTS = {
     "name_weight": 0.5,
     "cooccurrence_weight": 0.3,
@@ -47,38 +49,6 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "intrabatch_max_names": ("int", 0, 10000, True),
     "expansion_per_entity_limit": ("int", 1, 100000, True),
 }
-
-
-class InputError(Exception):
-    """A rejected argument: carries the SQLSTATE, the SQL argument name and a message."""
-
-    def __init__(self, message: str, argument: str = "settings", sqlstate: str = "22023"):
-        super().__init__(message, argument, sqlstate)
-        self.message = message
-        self.argument = argument
-        # 22023 invalid_parameter_value: the value is well-formed JSON but
-        # not an acceptable setting.
-        self.sqlstate = sqlstate
-
-    def __str__(self) -> str:
-        return "%s: %s" % (self.argument, self.message)
-
-
-def _type_name(value: Any) -> str:
-    """A JSON-flavoured name for the type of ``value``, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float, decimal.Decimal)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def _show(value: Any) -> str:

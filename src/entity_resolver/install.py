@@ -1,45 +1,34 @@
-"""Install or upgrade entity_resolver over a plain connection.
+"""Install or upgrade entity_resolver over a plain connection (no server file access needed).
 
-Two kinds of SQL, as in timescale/pgai:
+Two ways to install, one script (build.py renders it from migrations/, sql/
+and plpython/):
 
-* ``migrations/NNNN_name.sql`` - incremental (tables, indexes), applied once
-  each, in order, each in its own transaction, recorded in
-  ``<schema>.schema_migrations``; frozen once released.
-* ``sql/*.sql`` - idempotent (``CREATE OR REPLACE`` functions, views, grants),
-  re-applied on every install, so a fix to a function never needs a migration.
+* ``CREATE EXTENSION entity_resolver`` after ``make install-extension`` put
+  the control file and scripts into the server's extension directory: what a
+  DBA expects (``\\dx``, ``pg_dump`` as one line, ``ALTER EXTENSION UPDATE``).
+* :func:`install`, for users who cannot put files on the server: it runs the
+  same script over the connection, in one transaction, as a superuser.
 
-The PL/Python modules (``plpython/*.py``) are stored as rows of
-``<schema>.plpython_modules``; nothing is read from the server's file system.
-Files are templates: ``{{ schema }}`` and ``{{ trgm_schema }}`` become quoted
-identifiers, ``{{ code_version }}`` a digest of everything installed.
+:func:`install` says which path an installation took (``InstallReport.method``)
+and refuses to run over an installation made by CREATE EXTENSION (upgrade
+that one with ALTER EXTENSION ... UPDATE).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import warnings
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
+from typing import List, Optional
 
 import psycopg
 from psycopg import sql
 
-# Idempotent files, in the order they must be applied.
-SQL_FILES = [
-    "modules.sql",
-    "banks.sql",
-    "resolve.sql",
-    "write_path.sql",
-    "retrieval.sql",
-    "views.sql",
-    "grants.sql",
-]
-# PL/Python modules, in load order (each may import the earlier ones).
-PLPYTHON_MODULES = ["words", "settings", "scoring", "clustering", "labels", "resolver"]
+from entity_resolver import build
+from entity_resolver.build import (BuildError, code_version, data_dir, internal_schema,  # noqa: F401
+                                   migrations, package_version)
 
-INSTALL_LOCK = 7_310_447_224_051  # pg_advisory_xact_lock key for installers
+INSTALL_LOCK = 7_310_447_224_051  # pg_advisory_xact_lock key for installers (also in the script)
 
 
 class InstallError(RuntimeError):
@@ -53,63 +42,13 @@ class LocaleWarning(UserWarning):
 @dataclass
 class InstallReport:
     schema: str
-    applied_migrations: list[int] = field(default_factory=list)
+    applied_migrations: List[int] = field(default_factory=list)
     version: int = 0
     code_version: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-
-def data_dir() -> Path:
-    """Where sql/, migrations/ and plpython/ are: in the wheel, or in the repository."""
-    packaged = Path(str(resources.files("entity_resolver"))) / "_data"
-    if (packaged / "migrations").is_dir():
-        return packaged
-    repo = Path(__file__).resolve().parents[2]
-    if (repo / "migrations").is_dir():
-        return repo
-    raise InstallError("entity_resolver data files (sql/, migrations/, plpython/) not found")
-
-
-def migrations(base: Path | None = None) -> list[tuple[int, str, str]]:
-    """(version, name, text) of every incremental migration, in order."""
-    base = base or data_dir()
-    out = []
-    for path in sorted((base / "migrations").glob("[0-9][0-9][0-9][0-9]_*.sql")):
-        out.append((int(path.name[:4]), path.stem, path.read_text(encoding="utf-8")))
-    versions = [v for v, _, _ in out]
-    if versions != list(range(1, len(versions) + 1)):
-        raise InstallError(f"migration numbers must be 1..n without gaps, got {versions}")
-    return out
-
-
-def module_sources(base: Path | None = None) -> list[tuple[str, str]]:
-    base = base or data_dir()
-    return [(name, (base / "plpython" / f"{name}.py").read_text(encoding="utf-8"))
-            for name in PLPYTHON_MODULES if (base / "plpython" / f"{name}.py").exists()]
-
-
-def sql_sources(base: Path | None = None) -> list[tuple[str, str]]:
-    base = base or data_dir()
-    return [(name, (base / "sql" / name).read_text(encoding="utf-8"))
-            for name in SQL_FILES if (base / "sql" / name).exists()]
-
-
-_TOKEN = re.compile(r"\{\{\s*(\w+)\s*\}\}")
-
-
-def render(text: str, values: dict[str, str]) -> str:
-    """Replace ``{{ name }}`` tokens; an unknown token is an error, not a silent blank."""
-
-    def sub(m: re.Match) -> str:
-        if m.group(1) not in values:
-            raise InstallError(f"unknown template token {m.group(0)}")
-        return values[m.group(1)]
-
-    return _TOKEN.sub(sub, text)
-
-
-def _quote_ident(conn: psycopg.Connection, name: str) -> str:
-    return sql.Identifier(name).as_string(conn)
+    warnings: List[str] = field(default_factory=list)
+    # "installer" (this module) or "extension" (CREATE EXTENSION, found installed)
+    method: str = "installer"
+    changed: bool = True
 
 
 def extension_available(conn: psycopg.Connection, name: str) -> bool:
@@ -118,9 +57,8 @@ def extension_available(conn: psycopg.Connection, name: str) -> bool:
     return row is not None
 
 
-def _ensure_extension(conn: psycopg.Connection, name: str, schema_ident: str | None) -> None:
-    row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone()
-    if row:
+def _create_extension(conn: psycopg.Connection, name: str, schema: Optional[str] = None) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone():
         return
     major = conn.info.server_version // 10000
     if not extension_available(conn, name):
@@ -132,9 +70,9 @@ def _ensure_extension(conn: psycopg.Connection, name: str, schema_ident: str | N
             f"the server has no {name} extension: install the OS package {package} "
             f"on the database server, then run the installer again"
         )
-    stmt = f"CREATE EXTENSION IF NOT EXISTS {name}"
-    if schema_ident:
-        stmt += f" WITH SCHEMA {schema_ident}"
+    stmt = sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(name))
+    if schema:
+        stmt += sql.SQL(" WITH SCHEMA {}").format(sql.Identifier(schema))
     try:
         with conn.transaction():
             conn.execute(stmt)
@@ -145,11 +83,34 @@ def _ensure_extension(conn: psycopg.Connection, name: str, schema_ident: str | N
         ) from exc
 
 
+def _trgm_home(conn: psycopg.Connection) -> str:
+    """Where a new pg_trgm goes: public, or a schema of its own when there is no public."""
+    if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'public'").fetchone():
+        return "public"
+    conn.execute("CREATE SCHEMA IF NOT EXISTS pg_trgm")
+    return "pg_trgm"
+
+
+def _ensure_trgm(conn: psycopg.Connection, schema: str) -> None:
+    """pg_trgm installed, and never in our schemas (0.1.0 installed it into ours: moved out)."""
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE e.extname = 'pg_trgm'").fetchone()
+    if row is None:
+        _create_extension(conn, "pg_trgm", _trgm_home(conn))
+    elif row[0] in (schema, internal_schema(schema)):
+        # pg_trgm is relocatable; the trigram index keeps its operator class
+        # (referenced by oid) and the script re-renders every qualified use.
+        with conn.transaction():
+            conn.execute(sql.SQL("ALTER EXTENSION pg_trgm SET SCHEMA {}").format(
+                sql.Identifier(_trgm_home(conn))))
+
+
 def _ctype(conn: psycopg.Connection) -> str:
     return conn.execute("SELECT datctype FROM pg_database WHERE datname = current_database()").fetchone()[0]
 
 
-def unicode_collation(conn: psycopg.Connection) -> str | None:
+def unicode_collation(conn: psycopg.Connection) -> Optional[str]:
     """A libc C.UTF-8 collation of this UTF-8 database, as a quoted name; None if there is none."""
     row = conn.execute(
         "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.collname) FROM pg_collation c"
@@ -163,21 +124,7 @@ def unicode_collation(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
-def name_collation(conn: psycopg.Connection) -> str:
-    """The collation entity names fold case with (the canonical_name column's).
-
-    Under LC_CTYPE C, lower() folds ASCII letters only, so 'İstanbul' would
-    never meet 'istanbul' in the unique index. There the column takes the
-    C.UTF-8 collation, whose lower() folds every letter (İ -> i, as in a UTF-8
-    database); the resolver lowers mention texts with the column's collation,
-    so both sides of every comparison still fold alike.
-    """
-    if _ctype(conn) in ("C", "POSIX"):
-        return unicode_collation(conn) or '"default"'
-    return '"default"'
-
-
-def check_locale(conn: psycopg.Connection) -> str | None:
+def check_locale(conn: psycopg.Connection) -> Optional[str]:
     """Return a warning text when LC_CTYPE is C/POSIX, else None."""
     ctype = _ctype(conn)
     if ctype not in ("C", "POSIX"):
@@ -196,13 +143,6 @@ def check_locale(conn: psycopg.Connection) -> str | None:
     )
 
 
-def code_version(schema: str, base: Path | None = None) -> str:
-    h = hashlib.sha256(schema.encode())
-    for name, text in module_sources(base) + sql_sources(base):
-        h.update(name.encode() + b"\0" + text.encode() + b"\0")
-    return h.hexdigest()[:16]
-
-
 def installed_version(conn: psycopg.Connection, schema: str = "entity_resolver") -> int:
     """Highest applied migration, 0 when not installed."""
     reg = conn.execute(
@@ -215,14 +155,46 @@ def installed_version(conn: psycopg.Connection, schema: str = "entity_resolver")
     ).fetchone()[0]
 
 
+def installed_code_version(conn: psycopg.Connection, schema: str = "entity_resolver") -> Optional[str]:
+    """The code version of the installed functions (None when not installed); a cheap read, no locks."""
+    internal = internal_schema(schema)
+    row = conn.execute(
+        "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = %s AND p.proname = '_last_call_statements_py'", (internal,)
+    ).fetchone()
+    if row is None:
+        return None
+    marker = 'key = "entity_resolver:'
+    start = row[0].find(marker)
+    if start < 0:
+        return None
+    return row[0][start + len(marker):].split('"', 1)[0]
+
+
+def is_current(conn: psycopg.Connection, schema: str = "entity_resolver", base: Optional[Path] = None) -> bool:
+    """True iff the installed code is exactly this package's (nothing for install() to do)."""
+    return (installed_code_version(conn, schema) == code_version(schema, base)
+            and installed_version(conn, schema) == len(migrations(base)))
+
+
+def installed_by_extension(conn: psycopg.Connection, schema: str = "entity_resolver") -> Optional[str]:
+    """The extension version when entity_resolver in ``schema`` was installed by CREATE EXTENSION."""
+    row = conn.execute(
+        "SELECT e.extversion FROM pg_extension e JOIN pg_depend d"
+        "   ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid AND d.deptype = 'e'"
+        " JOIN pg_namespace n ON d.classid = 'pg_namespace'::regclass AND d.objid = n.oid"
+        " WHERE e.extname = %s AND n.nspname = %s", (build.EXTENSION, schema)).fetchone()
+    return row[0] if row else None
+
+
 def install(
     conn: psycopg.Connection,
     schema: str = "entity_resolver",
     *,
-    upto: int | None = None,
-    base: Path | None = None,
+    upto: Optional[int] = None,
+    base: Optional[Path] = None,
 ) -> InstallReport:
-    """Install or upgrade entity_resolver in ``schema``; idempotent.
+    """Install or upgrade entity_resolver in ``schema`` by running the build script; idempotent.
 
     ``upto`` stops after that migration and skips the idempotent files (which
     target the newest schema): it reproduces an old installation's tables so
@@ -238,6 +210,13 @@ def install(
         raise InstallError("install() needs a connection that is not inside a transaction")
     conn.autocommit = True
     try:
+        extension_version = installed_by_extension(conn, schema)
+        if extension_version is not None:
+            report.method = "extension"
+            raise InstallError(
+                f"entity_resolver {extension_version} in schema {schema} was installed by CREATE EXTENSION: "
+                f"upgrade it with ALTER EXTENSION entity_resolver UPDATE (after make install-extension)"
+            )
         superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
         if not (superuser and superuser[0]):
             # PL/Python is an untrusted language: only a superuser may create
@@ -251,82 +230,30 @@ def install(
         if warning:
             report.warnings.append(warning)
             warnings.warn(warning, LocaleWarning, stacklevel=2)
-        schema_ident = _quote_ident(conn, schema)
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema_ident}")
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {schema_ident}.schema_migrations ("
-                " version integer PRIMARY KEY, name text NOT NULL,"
-                " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            conn.execute(
-                f"COMMENT ON TABLE {schema_ident}.schema_migrations IS "
-                "'Installation metadata: incremental migrations applied, one row each.'"
-            )
-        _ensure_extension(conn, "plpython3u", None)
-        _ensure_extension(conn, "pg_trgm", schema_ident)
-        trgm_schema = conn.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
-            " WHERE e.extname = 'pg_trgm'"
-        ).fetchone()[0]
-        version = code_version(schema, base)
-        values = {
-            "schema": schema_ident,
-            "trgm_schema": _quote_ident(conn, trgm_schema),
-            "code_version": version,
-            "name_collation": name_collation(conn),
-        }
-        for number, name, text in migrations(base):
-            if upto is not None and number > upto:
-                break
+        try:
+            text = build.script(schema, upto=upto, base=base)
+        except BuildError as exc:
+            raise InstallError(str(exc)) from exc
+        _create_extension(conn, "plpython3u")
+        _ensure_trgm(conn, schema)
+        before = _applied(conn, schema)
+        try:
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
-                done = conn.execute(
-                    f"SELECT checksum FROM {schema_ident}.schema_migrations WHERE version = %s", (number,)
-                ).fetchone()
-                checksum = hashlib.sha256(text.encode()).hexdigest()
-                if done:
-                    if done[0] != checksum:
-                        # Migrations are frozen once applied: an edited one
-                        # would leave this database unlike a fresh install.
-                        raise InstallError(
-                            f"migration {name} differs from the one applied to this database "
-                            f"(checksum {done[0][:12]}, file {checksum[:12]}): released migrations "
-                            f"must not be edited; put the change in a new migration"
-                        )
-                    continue
-                conn.execute(render(text, values))
-                conn.execute(
-                    f"INSERT INTO {schema_ident}.schema_migrations (version, name, checksum)"
-                    " VALUES (%s, %s, %s)",
-                    (number, name, checksum),
-                )
-                report.applied_migrations.append(number)
+                conn.execute(text.encode())
+        except psycopg.errors.ObjectNotInPrerequisiteState as exc:
+            # A released migration edited since this database applied it.
+            raise InstallError(exc.diag.message_primary or str(exc)) from None
+        report.applied_migrations = [v for v in _applied(conn, schema) if v not in before]
         report.version = installed_version(conn, schema)
-        if upto is not None:
-            return report
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
-            _install_modules(conn, schema_ident, base)
-            for _, text in sql_sources(base):
-                conn.execute(render(text, values))
-        report.code_version = version
+        if upto is None:
+            report.code_version = code_version(schema, base)
         return report
     finally:
         conn.autocommit = previous_autocommit
 
 
-def _install_modules(conn: psycopg.Connection, schema_ident: str, base: Path) -> None:
-    modules = module_sources(base)
-    names = [n for n, _ in modules]
-    conn.execute(
-        f"DELETE FROM {schema_ident}.plpython_modules WHERE NOT (name = ANY(%s))", (names,)
-    )
-    for ordinal, (name, text) in enumerate(modules):
-        conn.execute(
-            f"INSERT INTO {schema_ident}.plpython_modules (name, ordinal, source, sha256)"
-            " VALUES (%s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET"
-            " ordinal = excluded.ordinal, source = excluded.source, sha256 = excluded.sha256",
-            (name, ordinal, text, hashlib.sha256(text.encode()).hexdigest()),
-        )
+def _applied(conn: psycopg.Connection, schema: str) -> List[int]:
+    if installed_version(conn, schema) == 0:
+        return []
+    return [r[0] for r in conn.execute(
+        sql.SQL("SELECT version FROM {}.schema_migrations ORDER BY 1").format(sql.Identifier(schema)))]

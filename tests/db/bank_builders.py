@@ -189,7 +189,7 @@ def row_counts(conn: psycopg.Connection) -> dict[str, int]:
 
 def statements_of_last_call(conn: psycopg.Connection) -> int:
     """SQL statements run by this session's last resolve or explain call."""
-    return conn.execute(f"SELECT {SCHEMA}._last_call_statements()").fetchone()[0]
+    return conn.execute(f"SELECT {SCHEMA}_internal._last_call_statements()").fetchone()[0]
 
 
 # -- fixtures (import them into a test module to use them) --------------------------------

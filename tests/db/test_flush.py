@@ -77,7 +77,7 @@ def test_one_flush_per_transaction_however_many_rows_it_queues(conn):
                 " SELECT 'team', %s, 1 FROM generate_series(1, 200)", (ent["Acme"],))
         conn.execute("SET CONSTRAINTS entity_resolver.stats_queue_flush_at_commit IMMEDIATE")
         fired = conn.execute(
-            "SELECT pg_stat_get_xact_function_calls('entity_resolver._flush_at_commit'::regproc)").fetchone()[0]
+            "SELECT pg_stat_get_xact_function_calls('entity_resolver_internal._flush_at_commit'::regproc)").fetchone()[0]
         conn.execute("SET CONSTRAINTS entity_resolver.stats_queue_flush_at_commit DEFERRED")
     assert fired == 1
     assert count_of(conn, ent["Acme"]) == 600

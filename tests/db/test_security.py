@@ -39,6 +39,8 @@ EXPECTED_TABLE_PRIVILEGES = {
     "entity_neighbors": {"SELECT"},
 }
 ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access"}
+# The installer's helpers: run by the install script only.
+INSTALLER_FUNCTIONS = {"_install_render", "_install_execute", "_apply_migration"}
 
 
 @pytest.fixture
@@ -82,15 +84,16 @@ def usage_role(conn) -> str:
 
 # -- functions: who they run as, where they look names up -------------------
 
+INTERNAL = SCHEMA + "_internal"
+
+
 def own_functions(conn, schema=SCHEMA):
-    """Every function of the installation (pg_trgm's, installed in the schema, excluded)."""
+    """Every function of the installation: its schema and its internal schema."""
     return conn.execute(
         """SELECT p.oid::regprocedure::text, p.proname, p.prosecdef, p.proconfig, l.lanname, p.prosrc
              FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
-            WHERE p.pronamespace = %s::regnamespace
-              AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
-                              AND d.objid = p.oid AND d.deptype = 'e')""",
-        (schema,),
+            WHERE p.pronamespace IN (%s::regnamespace, %s::regnamespace)""",
+        (schema, schema + "_internal"),
     ).fetchall()
 
 
@@ -101,8 +104,8 @@ def test_every_function_and_trigger_function_pins_search_path_with_pg_temp_last(
         paths = [c for c in (config or []) if c.startswith("search_path=")]
         assert paths, f"{signature} does not pin search_path"
         entries = [e.strip() for e in paths[0].split("=", 1)[1].split(",")]
-        assert entries == ['"entity_resolver"', "pg_catalog", "pg_temp"] or \
-            entries == ["entity_resolver", "pg_catalog", "pg_temp"], (signature, entries)
+        assert entries == ["entity_resolver", "entity_resolver_internal", "pg_catalog", "pg_temp"], \
+            (signature, entries)
 
 
 def test_every_trigger_on_our_tables_runs_one_of_our_functions(conn):
@@ -113,7 +116,7 @@ def test_every_trigger_on_our_tables_runs_one_of_our_functions(conn):
               AND NOT t.tgisinternal"""
     ).fetchall()
     assert {r[0] for r in rows} >= {"facts_resolve_and_link", "stats_queue_flush_at_commit"}
-    assert {r[2] for r in rows} == {"entity_resolver"}
+    assert {r[2] for r in rows} == {INTERNAL}
 
 
 def test_no_function_is_security_definer(conn):
@@ -130,14 +133,17 @@ def test_dynamic_sql_is_built_only_with_format_quoting_in_reviewed_functions(con
         code = re.sub(r"--[^\n]*", "", source)
         code = re.sub(r"'(?:[^']|'')*'", "''", code)
         executes = re.findall(r"\bEXECUTE\b\s*(\S+)", code, flags=re.IGNORECASE)
-        if name not in ADMIN_FUNCTIONS:
+        if name in INSTALLER_FUNCTIONS:
+            # The install script's own text, rendered for this database.
+            assert executes in ([], ["_install_render(body);"]), (signature, executes)
+        elif name not in ADMIN_FUNCTIONS:
             assert executes == [], f"{signature} runs dynamic SQL"
         else:
             assert all(e.lower().startswith("format(") for e in executes), (signature, executes)
     # In the grants, every value that does not come from the catalog goes
     # through %I or %L; %s only ever takes regclass/regprocedure, a constant
     # privilege list or a list of already-quoted roles.
-    grants = (REPO / "sql" / "grants.sql").read_text()
+    grants = (REPO / "sql" / "999_grants.sql").read_text()
     for fmt in re.findall(r"format\(\s*'((?:[^']|'')*)'", grants):
         assert set(re.findall(r"%(.)", fmt)) <= {"I", "L", "s"}, fmt
 
@@ -226,23 +232,23 @@ def test_every_table_of_the_schema_is_in_the_privilege_list(conn):
 def test_public_has_no_privilege_on_the_schema_or_its_objects(conn):
     public_acl = conn.execute(
         """SELECT count(*) FROM pg_namespace n, aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) a
-            WHERE n.nspname = 'entity_resolver' AND a.grantee = 0""").fetchone()[0]
+            WHERE n.nspname IN ('entity_resolver', 'entity_resolver_internal') AND a.grantee = 0""").fetchone()[0]
     assert public_acl == 0
     public_execute = conn.execute(
         """SELECT array_agg(p.oid::regprocedure::text) FROM pg_proc p,
                   aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
-            WHERE p.pronamespace = 'entity_resolver'::regnamespace AND a.grantee = 0
-              AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
-                              AND d.objid = p.oid AND d.deptype = 'e')""").fetchone()[0]
+            WHERE p.pronamespace IN ('entity_resolver'::regnamespace, 'entity_resolver_internal'::regnamespace)
+              AND a.grantee = 0""").fetchone()[0]
     assert public_execute is None
 
 
 def test_administration_functions_are_not_executable_by_the_usage_roles(conn):
-    for fn in ADMIN_FUNCTIONS:
+    for fn in ADMIN_FUNCTIONS | INSTALLER_FUNCTIONS:
         for role in ("entity_resolver_user", "entity_resolver_bank_user"):
             allowed = conn.execute(
                 "SELECT bool_or(has_function_privilege(%s, p.oid, 'EXECUTE')) FROM pg_proc p"
-                " WHERE p.pronamespace = 'entity_resolver'::regnamespace AND p.proname = %s",
+                " WHERE p.pronamespace IN ('entity_resolver'::regnamespace,"
+                " 'entity_resolver_internal'::regnamespace) AND p.proname = %s",
                 (role, fn)).fetchone()[0]
             assert allowed is False, (fn, role)
 
@@ -298,10 +304,11 @@ def test_a_member_of_the_usage_role_can_use_every_interface(conn, roles, connect
     "INSERT INTO entity_resolver.schema_migrations (version, name, checksum) VALUES (99, 'x', 'x')",
     "INSERT INTO entity_resolver.bank_roles (bank_id, role_name) VALUES ('x', current_user)",
     "SELECT entity_resolver.grant_bank_access('x', current_user)",
-    "SELECT entity_resolver._install_grants()",
+    "SELECT entity_resolver_internal._install_grants()",
     "ALTER TABLE entity_resolver.entities DISABLE ROW LEVEL SECURITY",
     "DROP POLICY all_banks ON entity_resolver.entities",
-    "CREATE OR REPLACE FUNCTION entity_resolver._load_modules(text) RETURNS void LANGUAGE sql AS ''",
+    "CREATE OR REPLACE FUNCTION entity_resolver_internal._load_modules(text) RETURNS void LANGUAGE sql AS ''",
+    "CREATE FUNCTION entity_resolver_internal.mine() RETURNS int LANGUAGE sql AS 'SELECT 1'",
 ])
 def test_the_usage_role_cannot_change_code_schema_or_history(conn, roles, connect_as, statement):
     app = connect_as(roles(usage_role(conn)))
@@ -524,8 +531,8 @@ def test_objects_planted_in_public_change_no_result_and_are_never_called(conn, c
     # The bait works: a query that searches public first does call it.
     probe = connect()
     probe.execute("SET search_path = public, entity_resolver")
-    probe.execute("SELECT 'abc'::text % 'abd'::text")
-    assert pwned(conn) == [("operator %(text, text)",)]
+    probe.execute("SELECT 'abc'::text = 'abd'::varchar")
+    assert pwned(conn) == [("operator =(text, varchar)",)]
     conn.execute("DELETE FROM public.pwned")
     # Victims: a superuser and a member of the usage role, public first.
     for victim in (connect(), connect_as(roles(usage_role(conn)))):

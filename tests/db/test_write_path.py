@@ -25,8 +25,8 @@ def test_multi_row_insert_makes_one_resolver_call(conn):
     with conn.transaction():
         insert_facts(conn, "team", facts)
         fired = conn.execute(
-            "SELECT pg_stat_get_xact_function_calls('entity_resolver._facts_resolve_and_link'::regproc),"
-            "       pg_stat_get_xact_function_calls('entity_resolver._link_units'::regproc)").fetchone()
+            "SELECT pg_stat_get_xact_function_calls('entity_resolver_internal._facts_resolve_and_link'::regproc),"
+            "       pg_stat_get_xact_function_calls('entity_resolver_internal._link_units'::regproc)").fetchone()
     assert fired == (1, 1)
     made = calls()
     assert len(made) == 1

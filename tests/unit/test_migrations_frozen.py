@@ -23,3 +23,14 @@ def test_every_migration_is_recorded_and_unchanged():
     assert set(actual) == set(recorded()), "add the new migration's line to migrations/SHA256SUMS"
     changed = [name for name, digest in actual.items() if recorded()[name] != digest]
     assert not changed, f"released migrations were edited (put the change in a new migration): {changed}"
+
+
+RELEASED = Path(__file__).resolve().parents[2] / "extension" / "released"
+
+
+def test_released_extension_scripts_are_frozen():
+    # CREATE EXTENSION ... VERSION 'x' and every update path start from these.
+    lines = (RELEASED / "SHA256SUMS").read_text().splitlines()
+    recorded_scripts = {name: digest for digest, name in (line.split() for line in lines if line.strip())}
+    actual = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(RELEASED.glob("*.sql"))}
+    assert actual == recorded_scripts, "released extension scripts must not change"

@@ -1,4 +1,4 @@
-"""Scoring and the decision among candidates (SPEC section 3, step 3)."""
+"""Scoring, screening and the decision among candidates (docs/design.md, resolution)."""
 
 import ast
 import re
@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
+from decide import best_evaluation, decide, evaluate
 from scoring import (BELOW_FLOOR, BELOW_THRESHOLD, CHOSEN, LABEL_ROW, OUTSCORED, WORD_MISMATCH,
-                     Candidate, Evaluation, best_evaluation, cooccurrence_score, decide, evaluate,
-                     identical_is_final, name_similarity, passes_threshold, recency_score, screen)
+                     Candidate, Evaluation, cooccurrence_score, name_similarity, passes_threshold,
+                     recency_score)
+from screen import identical_is_final, screen
 from settings import DEFAULTS
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -386,39 +388,3 @@ def test_evaluate_is_screen_then_decide(mention, cands, nearby, settings, stop):
     assert [(e.candidate, e.score, e.decision, e.detail) for e in whole] == \
         [(e.candidate, e.score, e.decision, e.detail) for e in parts]
     assert (best and best.candidate) is (best_parts and best_parts.candidate)
-
-
-# -- shipping: the modules run inside PostgreSQL ----------------------------------------
-
-PLPYTHON = Path(__file__).resolve().parents[2] / "plpython"
-MODULES = ["words", "settings", "scoring", "clustering", "labels"]
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_module_parses_as_python_3_9(name):
-    ast.parse((PLPYTHON / (name + ".py")).read_text(), feature_version=(3, 9))
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_module_never_case_folds_in_python(name):
-    # Case folding is PostgreSQL's lower(); Python's disagrees on "İ".
-    source = (PLPYTHON / (name + ".py")).read_text()
-    assert not re.search(r"\.(lower|casefold|upper)\(", source)
-    assert "plpy" not in source
-
-
-def test_modules_load_from_source_rows_in_order(monkeypatch):
-    # As _load_modules does: each source is exec'd, in order, into a module
-    # named "entity_resolver_<name>" that sys.modules knows only as "<name>"
-    # (for "import words"). Dataclasses must not need their __module__ there.
-    for name in MODULES:
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    for name in MODULES:
-        module = types.ModuleType("entity_resolver_" + name)
-        sys.modules[name] = module
-        exec(compile((PLPYTHON / (name + ".py")).read_text(), name + ".py", "exec"), module.__dict__)
-    assert "entity_resolver_scoring" not in sys.modules
-    _, chosen = sys.modules["scoring"].evaluate(
-        "wren", [sys.modules["scoring"].Candidate(1, "wren", 1.0, None)], [], NOW,
-        sys.modules["settings"].DEFAULTS)
-    assert chosen is not None

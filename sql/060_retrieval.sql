@@ -10,17 +10,13 @@ RETURNS TABLE (unit_id uuid, shared_entities bigint)
 LANGUAGE plpgsql
 STABLE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     per_entity_limit integer;
     seeds uuid[];
 BEGIN
-    IF expand_units.bank_id IS NULL OR char_length(expand_units.bank_id) NOT BETWEEN 1 AND 100 THEN
-        RAISE EXCEPTION 'bank_id: must be 1 to 100 characters, got %',
-            coalesce(quote_literal(expand_units.bank_id), 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM check_bank_id(expand_units.bank_id);
     IF expand_units.seed_unit_ids IS NULL THEN
         RAISE EXCEPTION 'seed_unit_ids: must be an array of unit ids, got NULL'
             USING ERRCODE = 'invalid_parameter_value';

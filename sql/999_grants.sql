@@ -12,12 +12,12 @@
 -- Installing needs a superuser (plpython3u is untrusted); using needs only
 -- membership in one of these roles.
 
-CREATE OR REPLACE FUNCTION {{ schema }}._role_name(suffix text)
+CREATE OR REPLACE FUNCTION {{ internal }}._role_name(suffix text)
 RETURNS name
 LANGUAGE sql
 STABLE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
     -- current_schema() is this installation's schema (the first entry of the
     -- search_path above). A role name holds 63 bytes: a longer one would be
@@ -31,7 +31,7 @@ AS $$
     )::name
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._role_name(text) IS
+COMMENT ON FUNCTION {{ internal }}._role_name(text) IS
 'Internal: the name of one of this installation''s roles (<schema>_<suffix>, or a digest when too long).';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.usage_role()
@@ -39,7 +39,7 @@ RETURNS name
 LANGUAGE sql
 STABLE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
     SELECT _role_name('user')
 $$;
@@ -52,7 +52,7 @@ RETURNS name
 LANGUAGE sql
 STABLE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
     SELECT _role_name('bank_user')
 $$;
@@ -69,7 +69,7 @@ RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     target oid;
@@ -125,7 +125,7 @@ RETURNS boolean
 LANGUAGE plpgsql
 VOLATILE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     bank_user name := _role_name('bank_user');
@@ -157,17 +157,22 @@ COMMENT ON FUNCTION {{ schema }}.revoke_bank_access(text, name) IS
 -- Roles, privileges and policies
 -- ---------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION {{ schema }}._install_grants()
+CREATE OR REPLACE FUNCTION {{ internal }}._install_grants()
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     s name := current_schema();
     -- (an oid, not s::regnamespace: that would parse the name as SQL)
     ns oid := (SELECT n.oid FROM pg_namespace AS n WHERE n.nspname = current_schema());
+    -- The internal schema: where this function itself lives.
+    internal_ns oid := (SELECT p.pronamespace FROM pg_proc AS p WHERE p.oid = '_install_grants'::regproc);
+    internal name := (SELECT n.nspname FROM pg_namespace AS n WHERE n.oid = internal_ns);
+    -- Objects of other extensions are theirs to grant; ours (CREATE EXTENSION) are not skipped.
+    ours_ext oid := (SELECT e.oid FROM pg_extension AS e WHERE e.extname = 'entity_resolver');
     everything name := _role_name('user');
     bank_user name := _role_name('bank_user');
     both_roles text;
@@ -204,7 +209,7 @@ BEGIN
     END LOOP;
     both_roles := format('%I, %I', everything, bank_user);
 
-    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %s', s, both_roles);
+    EXECUTE format('GRANT USAGE ON SCHEMA %I, %I TO %s', s, internal, both_roles);
     SELECT n.nspname
     INTO trgm
     FROM pg_extension AS e
@@ -225,7 +230,9 @@ BEGIN
             AND NOT EXISTS (
                 SELECT 1
                 FROM pg_depend AS d
-                WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+                WHERE
+                    d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+                    AND d.refobjid IS DISTINCT FROM ours_ext
             )
     LOOP
         EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %s', obj.rel, both_roles);
@@ -274,15 +281,20 @@ BEGIN
         SELECT p.oid::regprocedure AS fn, p.proname
         FROM pg_proc AS p
         WHERE
-            p.pronamespace = ns
+            p.pronamespace IN (ns, internal_ns)
             AND NOT EXISTS (
                 SELECT 1
                 FROM pg_depend AS d
-                WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                WHERE
+                    d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                    AND d.refobjid IS DISTINCT FROM ours_ext
             )
     LOOP
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, both_roles);
-        IF obj.proname NOT IN ('_install_grants', 'grant_bank_access', 'revoke_bank_access') THEN
+        IF obj.proname NOT IN (
+            '_install_grants', 'grant_bank_access', 'revoke_bank_access',
+            '_install_render', '_install_execute', '_apply_migration'
+        ) THEN
             EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %s', obj.fn, both_roles);
         END IF;
     END LOOP;
@@ -344,7 +356,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._install_grants() IS
+COMMENT ON FUNCTION {{ internal }}._install_grants() IS
 'Internal (installer): create the usage roles if missing, grant exactly what they need, enable bank isolation.';
 
-SELECT {{ schema }}._install_grants();
+SELECT {{ internal }}._install_grants();

@@ -17,7 +17,7 @@
 -- Linking
 -- ---------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION {{ schema }}._link_units(
+CREATE OR REPLACE FUNCTION {{ internal }}._link_units(
     bank_id text,
     unit_ids uuid[],
     entity_ids uuid[],
@@ -26,7 +26,7 @@ CREATE OR REPLACE FUNCTION {{ schema }}._link_units(
 RETURNS integer
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     links_added integer;
@@ -120,7 +120,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._link_units(text, uuid[], uuid[], timestamptz[]) IS
+COMMENT ON FUNCTION {{ internal }}._link_units(text, uuid[], uuid[], timestamptz[]) IS
 'Internal: link (unit, entity, event date) rows set-based and queue one pair increment per unit sharing a pair.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.link_unit(
@@ -132,16 +132,12 @@ CREATE OR REPLACE FUNCTION {{ schema }}.link_unit(
 RETURNS integer
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     missing uuid;
 BEGIN
-    IF link_unit.bank_id IS NULL OR char_length(link_unit.bank_id) NOT BETWEEN 1 AND 100 THEN
-        RAISE EXCEPTION 'bank_id: must be 1 to 100 characters, got %',
-            coalesce(quote_literal(link_unit.bank_id), 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM check_bank_id(link_unit.bank_id);
     IF link_unit.unit_id IS NULL THEN
         RAISE EXCEPTION 'unit_id: must not be null'
             USING ERRCODE = 'invalid_parameter_value';
@@ -188,7 +184,7 @@ COMMENT ON FUNCTION {{ schema }}.link_unit(text, uuid, uuid[], timestamptz) IS
 -- Flushing the statistics queue
 -- ---------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION {{ schema }}._flush_queue(
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_queue(
     bank_id text,
     own_transaction_only boolean,
     OUT entities_updated bigint,
@@ -196,7 +192,7 @@ CREATE OR REPLACE FUNCTION {{ schema }}._flush_queue(
 )
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     claim_banks text[];
@@ -314,7 +310,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._flush_queue(text, boolean) IS
+COMMENT ON FUNCTION {{ internal }}._flush_queue(text, boolean) IS
 'Internal: claim queued statistics (all visible rows, or this transaction''s own), '
 'apply them aggregated in sorted key order.';
 
@@ -322,13 +318,12 @@ CREATE OR REPLACE FUNCTION {{ schema }}.flush_stats(bank_id text DEFAULT NULL)
 RETURNS TABLE (entities_updated bigint, pairs_updated bigint)
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 BEGIN
-    IF flush_stats.bank_id IS NOT NULL AND char_length(flush_stats.bank_id) NOT BETWEEN 1 AND 100 THEN
-        RAISE EXCEPTION 'bank_id: must be 1 to 100 characters (or NULL for every bank), got %',
-            quote_literal(flush_stats.bank_id)
-            USING ERRCODE = 'invalid_parameter_value';
+    -- NULL means every bank.
+    IF flush_stats.bank_id IS NOT NULL THEN
+        PERFORM check_bank_id(flush_stats.bank_id);
     END IF;
     RETURN QUERY
     SELECT f.entities_updated, f.pairs_updated
@@ -350,11 +345,11 @@ COMMENT ON FUNCTION {{ schema }}.flush_stats(text) IS
 -- is_local) marks that the flush is requested. Rolling back to a savepoint
 -- undoes the flag together with the event it queued.
 
-CREATE OR REPLACE FUNCTION {{ schema }}._request_commit_flush()
+CREATE OR REPLACE FUNCTION {{ internal }}._request_commit_flush()
 RETURNS boolean
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 DECLARE
     policy text := lower(coalesce(current_setting('entity_resolver.flush_at_commit', TRUE), ''));
@@ -378,15 +373,15 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._request_commit_flush() IS
+COMMENT ON FUNCTION {{ internal }}._request_commit_flush() IS
 'Internal: at the first statistic a transaction queues, decide (entity_resolver.flush_at_commit) '
 'whether it is flushed at commit.';
 
-CREATE OR REPLACE FUNCTION {{ schema }}._flush_at_commit()
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_at_commit()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 BEGIN
     -- Statistics queued after this point (SET CONSTRAINTS ... IMMEDIATE
@@ -405,7 +400,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._flush_at_commit() IS
+COMMENT ON FUNCTION {{ internal }}._flush_at_commit() IS
 'Internal trigger: at commit, apply the statistics this transaction queued.';
 
 DROP TRIGGER IF EXISTS stats_queue_flush_at_commit ON {{ schema }}.stats_queue;
@@ -415,9 +410,9 @@ DEFERRABLE INITIALLY DEFERRED
 FOR EACH ROW
 WHEN (
     coalesce(current_setting('entity_resolver.commit_flush_{{ code_version }}', TRUE), '') = ''
-    AND {{ schema }}._request_commit_flush()
+    AND {{ internal }}._request_commit_flush()
 )
-EXECUTE FUNCTION {{ schema }}._flush_at_commit();
+EXECUTE FUNCTION {{ internal }}._flush_at_commit();
 
 COMMENT ON TRIGGER stats_queue_flush_at_commit ON {{ schema }}.stats_queue IS
 'Flush at commit: one deferred event per transaction applies the statistics it queued '
@@ -427,12 +422,12 @@ COMMENT ON TRIGGER stats_queue_flush_at_commit ON {{ schema }}.stats_queue IS
 -- The facts table
 -- ---------------------------------------------------------------------------
 
--- The trigger is PL/pgSQL around a PL/Python function, like the public
--- functions of resolve.sql: a bad mention is reported with its SQLSTATE and a
--- clean message, without PL/Python's "plpy.Error:" prefix and traceback. (The
--- transition table is visible only to the trigger function, so the facts
--- reach the resolver as arrays, in the order the statement inserted them.)
-CREATE OR REPLACE FUNCTION {{ schema }}._resolve_and_link_facts(
+-- The transition table is visible only to the trigger function, so the facts
+-- reach the resolver as arrays, in the order the statement inserted them.
+-- _resolve_and_link_facts is a PL/Python entry point like the public ones
+-- (020_banks.sql): its generated wrapper reports a bad mention with its
+-- SQLSTATE and a clean message.
+CREATE OR REPLACE FUNCTION {{ internal }}._resolve_and_link_facts(
     bank_ids text[],
     ids text[],
     mentions text[],
@@ -442,28 +437,19 @@ RETURNS void
 LANGUAGE plpython3u
 VOLATILE
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
-AS $$
-key = "entity_resolver:{{ code_version }}"
-if key not in GD:
-    plpy.execute(plpy.prepare("SELECT _load_modules($1)", ["text"]), [key])
-R = GD[key]["resolver"]
-R.call(plpy, R.resolve_and_link_facts_sql, bank_ids, ids, mentions, event_dates)
-$$;
+AS $$ facts.resolve_and_link_facts_sql $$;
 
-COMMENT ON FUNCTION {{ schema }}._resolve_and_link_facts(text[], text[], text[], text[]) IS
-'Internal: the facts trigger without the error wrapper (one resolver call per bank for all rows).';
+COMMENT ON FUNCTION {{ internal }}._resolve_and_link_facts(text[], text[], text[], text[]) IS
+'Internal: the facts trigger''s work (one resolver call per bank for all rows, then linking).';
 
-CREATE OR REPLACE FUNCTION {{ schema }}._facts_resolve_and_link()
+CREATE OR REPLACE FUNCTION {{ internal }}._facts_resolve_and_link()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
-DECLARE
-    msg text;
-    state text;
 BEGIN
     PERFORM _resolve_and_link_facts(f.bank_ids, f.ids, f.mentions, f.event_dates)
     FROM (
@@ -475,13 +461,10 @@ BEGIN
         FROM new_facts AS n
     ) AS f;
     RETURN NULL;
-EXCEPTION WHEN data_exception OR insufficient_privilege THEN
-    GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
-    RAISE EXCEPTION USING MESSAGE = _clean_message(msg), ERRCODE = state;
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._facts_resolve_and_link() IS
+COMMENT ON FUNCTION {{ internal }}._facts_resolve_and_link() IS
 'Internal trigger: resolve the mentions of all facts of an INSERT statement in one resolver call '
 'per bank and link each fact (facts.id is the unit id).';
 
@@ -490,16 +473,16 @@ CREATE TRIGGER facts_resolve_and_link
 AFTER INSERT ON {{ schema }}.facts
 REFERENCING NEW TABLE AS new_facts
 FOR EACH STATEMENT
-EXECUTE FUNCTION {{ schema }}._facts_resolve_and_link();
+EXECUTE FUNCTION {{ internal }}._facts_resolve_and_link();
 
 COMMENT ON TRIGGER facts_resolve_and_link ON {{ schema }}.facts IS
 'Statement-level: one resolver call per statement (per bank) for all inserted facts.';
 
-CREATE OR REPLACE FUNCTION {{ schema }}._facts_unlink()
+CREATE OR REPLACE FUNCTION {{ internal }}._facts_unlink()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 BEGIN
     -- Links go with the fact. Counts stay: mention_count and
@@ -512,7 +495,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._facts_unlink() IS
+COMMENT ON FUNCTION {{ internal }}._facts_unlink() IS
 'Internal trigger: deleting facts deletes their unit_entities links (counts are kept).';
 
 DROP TRIGGER IF EXISTS facts_unlink ON {{ schema }}.facts;
@@ -520,16 +503,16 @@ CREATE TRIGGER facts_unlink
 AFTER DELETE ON {{ schema }}.facts
 REFERENCING OLD TABLE AS old_facts
 FOR EACH STATEMENT
-EXECUTE FUNCTION {{ schema }}._facts_unlink();
+EXECUTE FUNCTION {{ internal }}._facts_unlink();
 
 COMMENT ON TRIGGER facts_unlink ON {{ schema }}.facts IS
 'Statement-level: deleting facts deletes their links.';
 
-CREATE OR REPLACE FUNCTION {{ schema }}._facts_unlink_all()
+CREATE OR REPLACE FUNCTION {{ internal }}._facts_unlink_all()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 BEGIN
     -- TRUNCATE fires no DELETE trigger; before it runs, the facts are still
@@ -542,23 +525,23 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._facts_unlink_all() IS
+COMMENT ON FUNCTION {{ internal }}._facts_unlink_all() IS
 'Internal trigger: TRUNCATE facts deletes the links of the facts (counts are kept).';
 
 DROP TRIGGER IF EXISTS facts_unlink_all ON {{ schema }}.facts;
 CREATE TRIGGER facts_unlink_all
 BEFORE TRUNCATE ON {{ schema }}.facts
 FOR EACH STATEMENT
-EXECUTE FUNCTION {{ schema }}._facts_unlink_all();
+EXECUTE FUNCTION {{ internal }}._facts_unlink_all();
 
 COMMENT ON TRIGGER facts_unlink_all ON {{ schema }}.facts IS
 'Statement-level: TRUNCATE facts deletes the links of the facts.';
 
-CREATE OR REPLACE FUNCTION {{ schema }}._facts_reject_relink()
+CREATE OR REPLACE FUNCTION {{ internal }}._facts_reject_relink()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY INVOKER
-SET search_path = {{ schema }}, pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 BEGIN
     -- The links and counts were derived from these columns when the fact was
@@ -571,7 +554,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}._facts_reject_relink() IS
+COMMENT ON FUNCTION {{ internal }}._facts_reject_relink() IS
 'Internal trigger: refuse UPDATE of the columns a fact was resolved and linked from.';
 
 DROP TRIGGER IF EXISTS facts_reject_relink ON {{ schema }}.facts;
@@ -584,7 +567,7 @@ WHEN (
     OR old.mentions IS DISTINCT FROM new.mentions
     OR old.event_date IS DISTINCT FROM new.event_date
 )
-EXECUTE FUNCTION {{ schema }}._facts_reject_relink('bank_id, id, mentions and event_date');
+EXECUTE FUNCTION {{ internal }}._facts_reject_relink('bank_id, id, mentions and event_date');
 
 COMMENT ON TRIGGER facts_reject_relink ON {{ schema }}.facts IS
 'Refuses UPDATE of bank_id, id, mentions or event_date: delete and re-insert the fact instead.';

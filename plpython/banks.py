@@ -1,0 +1,142 @@
+"""A bank's settings and label vocabulary: reading them for a call, and changing them.
+
+Every entry point starts here: its first statement checks bank_id with the
+one SQL rule (check_bank_id) and reads the bank's settings and lowered label
+config, creating the bank on first use when the call writes.
+"""
+
+import json
+from typing import Any, Dict, NamedTuple, Optional
+
+import db
+import labels
+import settings as settings_mod
+from errors import InputError
+from mentions import load_json
+
+
+class Bank(NamedTuple):
+    """What a call needs to know about its bank."""
+
+    id: str
+    cfg: Dict[str, Any]
+    matcher: labels.LabelMatcher
+
+
+SQL_BANK_OPEN = """
+WITH checked AS (SELECT check_bank_id($1, $2) AS bank_id),
+ins AS (
+    INSERT INTO banks (bank_id) SELECT bank_id FROM checked
+    ON CONFLICT (bank_id) DO NOTHING
+    RETURNING settings, entity_labels
+)
+SELECT settings::text AS settings, lower(entity_labels::text COLLATE @collate@) AS labels FROM ins
+UNION ALL
+SELECT b.settings::text, lower(b.entity_labels::text COLLATE @collate@)
+  FROM banks AS b, checked AS c
+ WHERE b.bank_id = c.bank_id AND NOT EXISTS (SELECT 1 FROM ins)
+"""
+
+SQL_BANK_READ = """
+SELECT c.bank_id, b.settings::text AS settings,
+       lower(b.entity_labels::text COLLATE @collate@) AS labels
+  FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
+  LEFT JOIN banks AS b ON b.bank_id = c.bank_id
+"""
+
+
+def _bank(bank_id: str, row: Optional[Dict[str, Any]]) -> Bank:
+    overrides = json.loads(row["settings"]) if row and row["settings"] else {}
+    lowered = json.loads(row["labels"]) if row and row["labels"] else {}
+    return Bank(bank_id, settings_mod.effective_settings(overrides), labels.LabelMatcher(lowered))
+
+
+def open_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
+    """Check bank_id, create the bank if it is new, and read its settings (one statement)."""
+    rows = db.run(plpy, "bank_open", SQL_BANK_OPEN, ["text", "text"], [bank_id, argument])
+    return _bank(bank_id, rows[0] if rows else None)
+
+
+def read_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
+    """Check bank_id and read its settings (defaults for a bank not created yet); writes nothing."""
+    rows = db.run(plpy, "bank_read", SQL_BANK_READ, ["text", "text"], [bank_id, argument])
+    return _bank(bank_id, rows[0] if rows else None)
+
+
+def check_bank(plpy, bank_id: str, argument: str = "bank_id") -> None:
+    """Check bank_id with the SQL rule (for entry points that read nothing else first)."""
+    db.run(plpy, "bank_check", "SELECT check_bank_id($1, $2)", ["text", "text"], [bank_id, argument])
+
+
+# -- changing a bank -----------------------------------------------------------
+
+SQL_CONFIGURE = """
+INSERT INTO banks (bank_id, settings) VALUES (check_bank_id($1, 'bank_id'), $2::jsonb)
+ON CONFLICT (bank_id) DO UPDATE SET settings = excluded.settings
+"""
+
+SQL_SET_LABELS = """
+INSERT INTO banks (bank_id, entity_labels) VALUES (check_bank_id($1, 'bank_id'), $2::jsonb)
+ON CONFLICT (bank_id) DO UPDATE SET entity_labels = excluded.entity_labels
+"""
+
+SQL_LOWER_ARRAY = """
+SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[]) WITH ORDINALITY AS u (t, i)
+              ORDER BY i) AS l
+"""
+
+
+def configure_bank(plpy, bank_id: str, settings_json: Optional[str]) -> str:
+    """Validate and store a bank's setting overrides; return the effective settings."""
+    check_bank(plpy, bank_id)
+    if settings_json is None:
+        raise InputError("must not be null", "settings", "22004")
+    overrides = settings_mod.validate_settings(load_json(settings_json, "settings"), "settings")
+    db.run(plpy, "configure", SQL_CONFIGURE, ["text", "text"], [bank_id, json.dumps(overrides)])
+    return json.dumps(settings_mod.effective_settings(overrides))
+
+
+def _label_names(config: Dict[str, Any]):
+    """Every key, value and field of a label config, with its path and its uniqueness scope."""
+    names, paths, scopes = [], [], []
+    for i, a in enumerate(config["attributes"]):
+        names.append(a["key"])
+        paths.append("attributes[%d].key" % i)
+        scopes.append("keys")
+        for member in ("values", "fields"):
+            field = "value" if member == "values" else "key"
+            for j, entry in enumerate(a.get(member) or []):
+                names.append(entry[field])
+                paths.append("attributes[%d].%s[%d].%s" % (i, member, j, field))
+                scopes.append("attributes[%d].%s" % (i, member))
+    return names, paths, scopes
+
+
+def set_entity_labels(plpy, bank_id: str, labels_json: Optional[str]) -> str:
+    """Validate and store a bank's label groups; return the stored config."""
+    check_bank(plpy, bank_id)
+    if labels_json is None:
+        raise InputError("must not be null", "labels", "22004")
+    config = labels.validate_labels(load_json(labels_json, "labels"), "labels")
+    # Two keys, two values of a group or two fields of a map equal after
+    # PostgreSQL's lower() would make labels that cannot be told apart
+    # ("Sarah-Chen" and "sarah-chen" are one label entity).
+    names, paths, scopes = _label_names(config)
+    folded = db.run(plpy, "lower_array", SQL_LOWER_ARRAY, ["text[]"], [names])[0]["l"]
+    seen = {}
+    for i, name in enumerate(folded):
+        first = seen.setdefault((scopes[i], name), i)
+        if first != i:
+            raise InputError('%s "%s" duplicates %s after lower()' % (paths[i], names[i], paths[first]),
+                             "labels")
+    db.run(plpy, "set_labels", SQL_SET_LABELS, ["text", "text"], [bank_id, json.dumps(config)])
+    return json.dumps(config)
+
+
+def labels_json_schema(plpy, bank_id: str) -> str:
+    """The bank's label vocabulary as a JSON Schema for an extractor."""
+    rows = db.run(plpy, "labels_read",
+                  "SELECT b.entity_labels::text AS l FROM (SELECT check_bank_id($1, 'bank_id') AS id) AS c"
+                  " LEFT JOIN banks AS b ON b.bank_id = c.id", ["text"], [bank_id])
+    config = json.loads(rows[0]["l"]) if rows and rows[0]["l"] else {}
+    return json.dumps(labels.json_schema(config))

@@ -1,0 +1,105 @@
+"""The only module that talks to PostgreSQL: prepared plans, statement counting, errors.
+
+Stages hand their SQL and parameters here; plans are prepared once per session
+(the modules live in GD, PL/Python's per-session dictionary). Every statement
+is counted: a resolve call runs a fixed handful whatever its batch size, and
+last_call_statements() lets a test hold it to that.
+"""
+
+from contextlib import contextmanager
+
+from errors import InputError
+
+_PLANS = {}
+_COUNTER = {"statements": 0}
+
+# Names substituted into statements, read from the catalog once per session:
+# @trgm@ is pg_trgm's schema (its functions and operators are qualified, so a
+# look-alike planted elsewhere is never picked up); @collate@ is the collation
+# of entities.canonical_name, which mention texts are lowered with. In a
+# database whose LC_CTYPE is C the installer gives the column the C.UTF-8
+# collation so that lower() folds 'İ' on the stored side; the probing side
+# must fold with the same collation, not the database's.
+SQL_CATALOG_TOKENS = """
+SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension AS e
+         WHERE e.extname = 'pg_trgm') AS trgm,
+       (SELECT CASE WHEN a.attcollation = 100 THEN '"default"'
+                    ELSE quote_ident(n.nspname) || '.' || quote_ident(c.collname) END
+          FROM pg_catalog.pg_attribute AS a
+          JOIN pg_catalog.pg_collation AS c ON c.oid = a.attcollation
+          JOIN pg_catalog.pg_namespace AS n ON n.oid = c.collnamespace
+         WHERE a.attrelid = 'entities'::regclass AND a.attname = 'canonical_name') AS name_collation
+"""
+
+
+def start_call():
+    """Start counting the statements of a new call."""
+    _COUNTER["statements"] = 0
+
+
+def last_call_statements():
+    """How many SQL statements the last resolve or explain call of this session ran."""
+    return _COUNTER["statements"]
+
+
+def execute(plpy, plan, args=None):
+    """Execute a prepared plan (or query text), counting it."""
+    _COUNTER["statements"] += 1
+    if args is None:
+        return plpy.execute(plan)
+    return plpy.execute(plan, args)
+
+
+def _tokens(plpy):
+    tokens = _PLANS.get("@tokens@")
+    if tokens is None:
+        row = execute(plpy, SQL_CATALOG_TOKENS)[0]
+        tokens = {"@trgm@": row["trgm"], "@collate@": row["name_collation"]}
+        _PLANS["@tokens@"] = tokens
+    return tokens
+
+
+def plan(plpy, name, query, types):
+    """Prepare a statement once per session, its catalog tokens substituted."""
+    prepared = _PLANS.get(name)
+    if prepared is None:
+        for token, value in _tokens(plpy).items():
+            query = query.replace(token, value)
+        prepared = plpy.prepare(query, types)
+        _PLANS[name] = prepared
+    return prepared
+
+
+def run(plpy, name, query, types, args):
+    """Prepare (once) and execute a statement; return its rows."""
+    return execute(plpy, plan(plpy, name, query, types), args)
+
+
+@contextmanager
+def attempt(plpy):
+    """A subtransaction whose SQL error is returned to the caller instead of raised.
+
+    ``with attempt(plpy) as failed: ...`` then ``failed.error`` is the
+    plpy.SPIError (None when the block succeeded); the block's writes are
+    rolled back when it failed.
+    """
+    outcome = _Outcome()
+    try:
+        with plpy.subtransaction():
+            yield outcome
+    except plpy.SPIError as exc:
+        outcome.error = exc
+
+
+class _Outcome:
+    error = None
+
+
+def call(plpy, fn, *args):
+    """Run an entry point, turning an InputError into an SQL error with its SQLSTATE."""
+    try:
+        return fn(plpy, *args)
+    except InputError as exc:
+        error = exc
+    # Raised outside the except block: the report carries no exception chain.
+    plpy.error(str(error), sqlstate=error.sqlstate)

@@ -1,0 +1,68 @@
+-- Banks: the one bank_id rule, bank settings and the entity-label vocabulary.
+--
+-- PL/Python entry points are declared here by their signature and a body
+-- naming the Python function (module.function); the installer generates the
+-- PL/Python function in the internal schema (prologue: load the modules once
+-- per session) and the public PL/pgSQL wrapper that re-raises errors without
+-- PL/Python's exception prefix and traceback (src/entity_resolver/build.py).
+
+CREATE OR REPLACE FUNCTION {{ internal }}.check_bank_id(bank_id text, argument text DEFAULT 'bank_id')
+RETURNS text
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- The one rule for a bank id, used by every entry point (PL/Python ones
+    -- run it in their first statement): 1 to 100 characters, not blank.
+    IF bank_id IS NULL THEN
+        RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF bank_id ~ '^[[:space:]]*$' THEN
+        RAISE EXCEPTION '%: must not be empty or blank', argument USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF char_length(bank_id) > 100 THEN
+        RAISE EXCEPTION '%: is % characters long; the limit is 100', argument, char_length(bank_id)
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    RETURN bank_id;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}.check_bank_id(text, text) IS
+'Internal: the bank_id rule (1 to 100 characters, not blank); returns the id or raises an error naming the argument.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.configure_bank(bank_id text, settings jsonb)
+RETURNS jsonb
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ banks.configure_bank $$;
+
+COMMENT ON FUNCTION {{ schema }}.configure_bank(text, jsonb) IS
+'Validate and store a bank''s setting overrides (replacing earlier ones); returns the effective settings. An unknown key or out-of-range value is an error naming it.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.set_entity_labels(bank_id text, labels jsonb)
+RETURNS jsonb
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ banks.set_entity_labels $$;
+
+COMMENT ON FUNCTION {{ schema }}.set_entity_labels(text, jsonb) IS
+'Validate and store a bank''s label groups ({"attributes": [{"key", "type", "values"|"fields"}]}); label mentions then resolve by exact match only.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.entity_labels_json_schema(bank_id text)
+RETURNS jsonb
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ banks.labels_json_schema $$;
+
+COMMENT ON FUNCTION {{ schema }}.entity_labels_json_schema(text) IS
+'The bank''s label vocabulary as a JSON Schema for an extractor (an enum per value group).';

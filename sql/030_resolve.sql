@@ -1,0 +1,94 @@
+-- Resolution: resolve_mention, resolve_mentions, explain_mention.
+--
+-- Each is a PL/Python entry point (see 020_banks.sql for how the installer
+-- expands the body into the internal PL/Python function and the public
+-- wrapper). SET "pg_trgm.similarity_threshold": the resolver sets the probe
+-- threshold with set_config(..., true); the SET clause restores the caller's
+-- value when the function returns.
+
+CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mentions(
+    bank_id text,
+    mentions jsonb,
+    event_date timestamptz DEFAULT now()
+)
+RETURNS TABLE (
+    ord integer,
+    mention text,
+    entity_id uuid,
+    canonical_name text,
+    created boolean,
+    score float8
+)
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+AS $$ resolve.resolve_mentions_sql $$;
+
+COMMENT ON FUNCTION {{ schema }}.resolve_mentions(text, jsonb, timestamptz) IS
+'Resolve a batch of mentions (jsonb array of strings or {text, nearby, event_date, resolve}); one row per element, in order. Same-batch new names are clustered; an element without nearby uses the other mention texts of the batch.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mention(
+    bank_id text,
+    mention text,
+    nearby text[] DEFAULT '{}',
+    event_date timestamptz DEFAULT now(),
+    resolve boolean DEFAULT TRUE
+)
+RETURNS TABLE (
+    entity_id uuid,
+    canonical_name text,
+    created boolean,
+    score float8
+)
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+AS $$ resolve.resolve_mention_sql $$;
+
+COMMENT ON FUNCTION {{ schema }}.resolve_mention(text, text, text[], timestamptz, boolean) IS
+'Resolve one mention to an existing entity (name 0.5, co-occurrence 0.3, recency 0.2; threshold 0.6) or create one. resolve = false: exact case-insensitive match or a new entity spelled as given.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.explain_mention(
+    bank_id text,
+    mention text,
+    nearby text[] DEFAULT '{}',
+    event_date timestamptz DEFAULT now()
+)
+RETURNS TABLE (
+    candidate_id uuid,
+    canonical_name text,
+    trigram_similarity float8,
+    tokens_compatible boolean,
+    name_similarity float8,
+    cooccurrence float8,
+    recency float8,
+    score float8,
+    decision text
+)
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+AS $$ explain.explain $$;
+
+COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz) IS
+'Show every candidate for a mention with its signals, score and decision (below_floor, word_mismatch, label_row, below_threshold, outscored, chosen). Writes nothing; probes down to trigram similarity 0.15.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.fold_name(name text)
+RETURNS text
+LANGUAGE sql
+STABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT lower(name COLLATE {{ name_collation }})
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.fold_name(text) IS
+'A name folded as the resolver folds it: lower() with the collation of entities.canonical_name (the database default, or C.UTF-8 in a C-locale database). Compare with lower(canonical_name).';
