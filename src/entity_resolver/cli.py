@@ -621,7 +621,7 @@ def configure_cmd(
     _out().print(table)
 
 
-# -- evaluation and benchmark (thin wrappers over evaluate.py and bench.py) ---------
+# -- evaluation and benchmark (thin wrappers over evaluate.py and the bench/ tooling) -
 
 @app.command("eval")
 @_handled
@@ -647,6 +647,23 @@ def eval_cmd(
         print(format_report(result))
 
 
+def _checkout_bench() -> Callable[..., Dict[str, Any]]:
+    """``run_bench`` of the repository's bench/ tooling, imported only when asked for."""
+    # The benchmark is tooling at the top of the repository, not part of the
+    # package: an editable install finds it next to src/, a wheel has none.
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "bench" / "run.py").is_file() and str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    try:
+        from bench.run import run_bench
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("bench", "bench.run"):
+            raise  # the tooling is there but broken: show where
+        raise CliError("benchmarks run from a repository checkout (make bench); "
+                       "the bench/ tooling is not part of the installed package") from None
+    return run_bench
+
+
 @app.command("bench")
 @_handled
 def bench_cmd(
@@ -658,9 +675,8 @@ def bench_cmd(
     keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
     dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Time resolution and the write path on generated banks (scratch database)."""
-    from entity_resolver.bench import run_bench
-
+    """Time resolution and the write path on generated banks (scratch database; repository checkout only)."""
+    run_bench = _checkout_bench()
     try:
         parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]
     except ValueError:
