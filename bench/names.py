@@ -1,4 +1,9 @@
-"""Seeded names and misspellings for the benchmark's banks and retains (``bench.workloads``)."""
+"""Seeded names and misspellings.
+
+The benchmark's banks and retains (``bench.workloads``) and the evaluation
+corpora (``bench.generate_corpora``) misspell names with the same ``typo``.
+Standard library only: the corpora depend on nothing but their seed.
+"""
 
 from __future__ import annotations
 
