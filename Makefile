@@ -38,8 +38,10 @@ extension: setup
 install-extension: extension
 	install -m 644 build/extension/* "$$($(PG_CONFIG) --sharedir)/extension/"
 
+# The benchmark is tooling (bench/), not part of the package; options as for
+# entity-resolver bench, e.g. make bench BENCH_ARGS='--sizes 1000000 --batches 6'.
 bench: setup
-	$(VENV)/bin/entity-resolver bench
+	$(PY) -m bench $(BENCH_ARGS)
 
 soak: setup
 	$(PY) -m bench.soak

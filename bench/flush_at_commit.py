@@ -1,6 +1,6 @@
 """What the flush at commit costs concurrent writers (entity_resolver write path).
 
-Usage: python bench_flush_at_commit.py DSN [seconds] [--fuzzy]
+Usage: python bench/flush_at_commit.py DSN [seconds] [--fuzzy]
 The DSN's database must have entity_resolver installed; banks bench_* are used.
 For each scenario, 8 sessions insert facts (autocommit, one statement each) for
 `seconds`; reports facts/s and statement latency (insert + commit).

@@ -36,7 +36,8 @@ families, and what a correct resolver does on each:
                    names with people active in other months, so recency and
                    the graph decide the bare first names.
 
-Standard library only; the output depends on nothing but SEED.
+Standard library only (misspellings come from ``bench.names``, shared with the
+benchmark); the output depends on nothing but SEED.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from bench.names import typo
 
 SEED = 20260301
 OUT = Path(__file__).resolve().parent / "corpora"
@@ -78,11 +81,6 @@ TOPICS = [
     "Marathon training", "Kitchen remodel", "School fundraiser", "Climbing trip", "Wedding budget",
     "Newsletter redesign", "Volunteer roster", "Harvest festival", "Robotics club", "Chess league",
     "Film festival", "Tenant meeting", "Pottery class",
-]
-ORGS = [
-    "Globex Industries", "Initech Systems", "Umbrella Logistics", "Hooli Cloud", "Stark Analytics",
-    "Wayne Biotech", "Soylent Foods", "Vandelay Imports", "Pied Piper", "Massive Dynamic",
-    "Tyrell Robotics", "Cyberdyne Labs", "Wonka Confections", "Oscorp Energy", "Aperture Science",
 ]
 
 
@@ -217,30 +215,6 @@ def partial(rng: random.Random) -> Stream:
     return s
 
 
-def _typo(rng: random.Random, name: str) -> str:
-    """One keyboard slip in the longest word: swap, drop, double or substitute a letter."""
-    words = name.split(" ")
-    w = max(range(len(words)), key=lambda i: (len(words[i]), -i))
-    word = words[w]
-    if len(word) < 4:
-        return name
-    i = rng.randrange(1, len(word) - 1)
-    kind = rng.choice(["swap", "drop", "double", "sub"])
-    if kind == "swap":
-        word = word[:i] + word[i + 1] + word[i] + word[i + 2:]
-    elif kind == "drop":
-        word = word[:i] + word[i + 1:]
-    elif kind == "double":
-        word = word[:i] + word[i] + word[i:]
-    else:
-        near = {"a": "s", "e": "r", "i": "o", "o": "i", "n": "m", "r": "t", "s": "a", "t": "r",
-                "l": "k", "c": "v", "d": "f", "h": "j", "m": "n", "u": "y"}
-        ch = word[i].lower()
-        word = word[:i] + near.get(ch, "e") + word[i + 1:]
-    words[w] = word
-    return " ".join(words)
-
-
 def typos(rng: random.Random) -> Stream:
     """Misspelt repeats of one entity, and look-alike names of different people."""
     s = Stream("typos", rng)
@@ -256,7 +230,7 @@ def typos(rng: random.Random) -> Stream:
         partners = [topics.pop(), topics.pop()]
         s.add(at(day, 9), [(name, gold)] + [(t, thing_gold(t)) for t in partners])
         for k in range(4):
-            text = _typo(rng, name) if k % 2 == 0 else name
+            text = typo(rng, name) if k % 2 == 0 else name
             pick = rng.sample(partners, rng.choice([0, 1, 2]))
             s.add(at(day + 0.5 + k * 0.5, 10 + k), [(text, gold)] + [(t, thing_gold(t)) for t in pick])
         day += 1.5

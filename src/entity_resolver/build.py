@@ -158,8 +158,9 @@ def package_version(base: Optional[Path] = None) -> str:
         m = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(encoding="utf-8"), re.M)
         if m:
             return m.group(1)
-    from entity_resolver import __version__
-    return __version__
+    from importlib.metadata import version
+
+    return version("pg-entity-resolver")
 
 
 # -- names -----------------------------------------------------------------------

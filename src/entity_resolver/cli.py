@@ -23,16 +23,15 @@ from typing import Annotated, Any, Callable, Dict, Iterator, List, Optional, Tup
 import psycopg
 import typer
 from psycopg import sql
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from entity_resolver import __version__
 from entity_resolver import importer as importer_mod
-from entity_resolver.client import Client, Explanation, dumps, to_jsonable
+from entity_resolver.client import Client, dumps, to_jsonable
 from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
 from entity_resolver.install import InstallError, install, installed_version
+from entity_resolver.render import entities_table, explain_table, fmt, new_table, verdict
 
 EMBEDDED_DB = "entity_resolver"
 
@@ -66,12 +65,6 @@ NearOpt = Annotated[Optional[List[str]], typer.Option(
     "--near", help="Another mention of the same fact (repeatable): the co-occurrence signal.")]
 AtOpt = Annotated[Optional[str], typer.Option(
     "--at", help="Event date (ISO 8601, or anything PostgreSQL reads as timestamptz) [default: now].")]
-
-
-def new_table(title: Optional[str] = None, **kwargs: Any) -> Table:
-    """A compact table: fits an 80-column terminal where a boxed one would wrap."""
-    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
-                 pad_edge=False, show_edge=False, collapse_padding=True, **kwargs)
 
 
 def _out() -> Console:
@@ -176,18 +169,6 @@ def _client(dsn: Optional[str], schema: str, data_dir: Optional[Path] = None,
         yield Client(conn, schema=schema)
     finally:
         conn.close()
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    if hasattr(value, "strftime"):
-        return value.strftime("%Y-%m-%d %H:%M")
-    return str(value)
 
 
 def _print_json(value: Any) -> None:
@@ -375,53 +356,8 @@ def resolve_cmd(
     for col in ("mention", "entity", "entity id", "created", "score"):
         table.add_column(col, justify="right" if col == "score" else "left")
     table.add_row(r.mention, r.canonical_name, str(r.entity_id),
-                  Text("new", style="yellow") if r.created else "existing", _fmt(r.score))
+                  Text("new", style="yellow") if r.created else "existing", fmt(r.score))
     _out().print(table)
-
-
-_DECISION_STYLE = {
-    "chosen": "bold green", "outscored": "yellow", "below_threshold": "",
-    "word_mismatch": "red", "below_floor": "dim", "label_row": "magenta",
-}
-_DECISION_TEXT = {
-    "chosen": "chosen",
-    "outscored": "outscored",
-    "below_threshold": "< threshold",
-    "word_mismatch": "words differ",
-    "below_floor": "< floor",
-    "label_row": "label row",
-}
-
-
-def explain_table(rows: List[Explanation], title: Optional[str] = None) -> Table:
-    """The candidates of a mention as a rich table (shared with the demo)."""
-    table = new_table(title)
-    table.add_column("candidate", overflow="fold")
-    for col in ("trigram", "words", "name", "cooc", "recency", "score"):
-        table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("decision", no_wrap=True)
-    for r in rows:
-        style = _DECISION_STYLE.get(r.decision, "")
-        table.add_row(r.canonical_name, _fmt(r.trigram_similarity), _fmt(r.tokens_compatible),
-                      _fmt(r.name_similarity), _fmt(r.cooccurrence), _fmt(r.recency), _fmt(r.score),
-                      Text(_DECISION_TEXT.get(r.decision, r.decision), style=style))
-    return table
-
-
-def verdict(mention: str, rows: List[Explanation]) -> str:
-    """One sentence: what resolving the mention would do now."""
-    chosen = [r for r in rows if r.decision == "chosen"]
-    if chosen:
-        c = chosen[0]
-        return f"-> {mention!r} resolves to {c.canonical_name!r} (score {_fmt(c.score)})"
-    scored = [r for r in rows if r.score is not None]
-    if scored:
-        best = max(scored, key=lambda r: r.score)
-        return (f"-> no candidate reaches the threshold (best: {best.canonical_name!r} at "
-                f"{_fmt(best.score)}): {mention!r} would become a new entity")
-    if rows:
-        return f"-> every candidate was ruled out before scoring: {mention!r} would become a new entity"
-    return f"-> no candidate: {mention!r} would become a new entity"
 
 
 @app.command("explain")
@@ -448,19 +384,6 @@ def explain_cmd(
 
 
 # -- inspection ------------------------------------------------------------------
-
-def entities_table(rows: List[Any], title: Optional[str] = None) -> Table:
-    """Entities as a rich table (shared with the demo)."""
-    table = new_table(title)
-    table.add_column("entity", overflow="fold")
-    table.add_column("kind")
-    table.add_column("mentions", justify="right")
-    table.add_column("degree", justify="right")
-    table.add_column("last seen", no_wrap=True)
-    for e in rows:
-        table.add_row(e.canonical_name, e.entity_kind, str(e.mention_count), str(e.degree), _fmt(e.last_seen))
-    return table
-
 
 @app.command("entities")
 @_handled
@@ -507,7 +430,7 @@ def neighbors_cmd(
     table.add_column("facts together", justify="right")
     table.add_column("last together")
     for n in rows:
-        table.add_row(n.neighbor_name, str(n.cooccurrence_count), _fmt(n.last_cooccurred))
+        table.add_row(n.neighbor_name, str(n.cooccurrence_count), fmt(n.last_cooccurred))
     _out().print(table)
 
 
@@ -533,7 +456,7 @@ def banks_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_di
         table.add_column(col, justify="right" if col in ("entities", "facts") else "left")
     for d in data:
         table.add_row(d["bank_id"], str(d["entities"]), str(d["facts"]),
-                      json.dumps(d["settings"]) if d["settings"] else "defaults", _fmt(d["created_at"]))
+                      json.dumps(d["settings"]) if d["settings"] else "defaults", fmt(d["created_at"]))
     _out().print(table)
 
 
@@ -621,7 +544,7 @@ def configure_cmd(
     _out().print(table)
 
 
-# -- evaluation and benchmark (thin wrappers over evaluate.py and bench.py) ---------
+# -- evaluation and benchmark (thin wrappers over evaluate.py and the bench/ tooling) -
 
 @app.command("eval")
 @_handled
@@ -647,6 +570,23 @@ def eval_cmd(
         print(format_report(result))
 
 
+def _checkout_bench() -> Callable[..., Dict[str, Any]]:
+    """``run_bench`` of the repository's bench/ tooling, imported only when asked for."""
+    # The benchmark is tooling at the top of the repository, not part of the
+    # package: an editable install finds it next to src/, a wheel has none.
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "bench" / "run.py").is_file() and str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    try:
+        from bench.run import run_bench
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("bench", "bench.run"):
+            raise  # the tooling is there but broken: show where
+        raise CliError("benchmarks run from a repository checkout (make bench); "
+                       "the bench/ tooling is not part of the installed package") from None
+    return run_bench
+
+
 @app.command("bench")
 @_handled
 def bench_cmd(
@@ -658,9 +598,8 @@ def bench_cmd(
     keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
     dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Time resolution and the write path on generated banks (scratch database)."""
-    from entity_resolver.bench import run_bench
-
+    """Time resolution and the write path on generated banks (scratch database; repository checkout only)."""
+    run_bench = _checkout_bench()
     try:
         parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]
     except ValueError:

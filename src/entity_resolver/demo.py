@@ -28,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from entity_resolver.client import Client, Explanation, Resolution, to_jsonable
+from entity_resolver.render import entities_table, explain_table, new_table, verdict
 
 LABELS = {
     "attributes": [
@@ -240,8 +241,6 @@ SHOWN_ROWS = 8  # a fact with more mentions is summarised after this many rows
 
 
 def _resolution_table(outcome: FactOutcome) -> Table:
-    from entity_resolver.cli import new_table
-
     fact = outcome.fact
     table = new_table()
     table.add_column("mention")
@@ -265,8 +264,6 @@ def _resolution_table(outcome: FactOutcome) -> Table:
 
 
 def _print_fact(console: Console, n: int, outcome: FactOutcome) -> None:
-    from entity_resolver.cli import explain_table, verdict
-
     fact = outcome.fact
     label = f"fact {n}" if fact.store else "what if"
     console.print(Text(f"{label}  {fact.when[:16].replace('T', ' ')}  ", style="bold cyan")
@@ -329,8 +326,6 @@ def run(conn: psycopg.Connection, *, schema: str = "entity_resolver", bank: str 
         }), ensure_ascii=False, indent=2))
         return not failures
     assert console is not None
-    from entity_resolver.cli import entities_table
-
     shown = [e for e in er.entities(bank, top=100) if e.mention_count > 1 or e.entity_kind == "label"]
     console.print(entities_table(shown, title=f"bank {bank}: entities mentioned more than once, and labels"))
     console.print()

@@ -24,7 +24,7 @@ from typing import List, Optional
 import psycopg
 from psycopg import sql
 
-from entity_resolver import build
+import entity_resolver.build as build
 from entity_resolver.build import (BuildError, code_version, data_dir, internal_schema,  # noqa: F401
                                    migrations, package_version)
 

@@ -15,16 +15,11 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.soak import FAMILIES, check_invariants  # noqa: E402
+from bench.soak import FAMILIES, check_invariants
 
 ER = "entity_resolver"
 # One name from each of six unrelated families: never resolve to each other.

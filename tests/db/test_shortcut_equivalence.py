@@ -31,7 +31,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from bank_builders import NOW, Bank
-from entity_resolver import bench
+from bench import workloads
 
 SIZE = 1500
 MENTIONS = 300
@@ -42,7 +42,7 @@ SCORED = ("chosen", "outscored", "below_threshold")
 @pytest.fixture
 def bench_bank(conn):
     conn.execute("SET search_path = entity_resolver, public, pg_catalog")
-    return bench.build_bank(conn, SIZE, seed=11)
+    return workloads.build_bank(conn, SIZE, seed=11)
 
 
 def bench_facts(bank):
@@ -50,7 +50,7 @@ def bench_facts(bank):
     rng = random.Random(2026)
     facts, count = [], 0
     while count < MENTIONS:
-        for fact in bench.make_retain(bank, rng):
+        for fact in workloads.make_retain(bank, rng):
             fact = fact[:MENTIONS - count]
             if fact:
                 facts.append(fact)
@@ -147,7 +147,7 @@ def check_batches(conn, bank_id, mentions, size):
 # -- the benchmark's bank ----------------------------------------------------------------
 
 def test_resolve_decides_as_explain_on_a_random_stream(conn, bench_bank):
-    mentions = [(text, nearby, bench.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
+    mentions = [(text, nearby, workloads.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
     assert len(mentions) == MENTIONS
     seen = Counter()
     matched = check_one_by_one(conn, bench_bank.bank_id, mentions, seen)
@@ -164,8 +164,8 @@ def test_resolve_decides_as_explain_on_a_random_stream(conn, bench_bank):
 
 
 def test_a_batch_decides_as_explain_on_a_random_stream(conn, bench_bank):
-    mentions = [(text, nearby, bench.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
-    matched = check_batches(conn, bench_bank.bank_id, mentions, bench.BATCH_MENTIONS)
+    mentions = [(text, nearby, workloads.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
+    matched = check_batches(conn, bench_bank.bank_id, mentions, workloads.BATCH_MENTIONS)
     assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
 
 
