@@ -1,4 +1,4 @@
-"""Scoring and the decision among candidates (SPEC section 3, step 3)."""
+"""Scoring and the decision among candidates (docs/design.md §3.4-3.6)."""
 
 import ast
 import re
