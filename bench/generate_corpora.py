@@ -21,8 +21,8 @@ families, and what a correct resolver does on each:
                    look-alike people who are different ("John Smith"/"Jane
                    Smith", "Dana Lee"/"Dina Lee").
 * ``decorations``  Case, emoji, punctuation and spacing variants of one name.
-* ``nicknames``    "Robert Miller"/"Bob Miller": one person, but the spec does
-                   not resolve nicknames, so they are expected to stay apart
+* ``nicknames``    "Robert Miller"/"Bob Miller": one person, but nicknames are
+                   not resolved (docs/design.md §9), so they are expected to stay apart
                    (fragmentation here is the documented behaviour).
 * ``hubs``         "user", "the team", "Slack" next to everyone; people who
                    share a first name and are seen only next to hubs must not
@@ -279,7 +279,7 @@ def decorations(rng: random.Random) -> Stream:
 
 
 def nicknames(rng: random.Random) -> Stream:
-    """Formal name and nickname of one person: the spec does not resolve nicknames."""
+    """Formal name and nickname of one person: nicknames are not resolved (docs/design.md §9)."""
     s = Stream("nicknames", rng)
     pairs = [("Robert Miller", "Bob Miller"), ("William Turner", "Bill Turner"),
              ("Elizabeth Hart", "Liz Hart"), ("Katherine Doyle", "Kate Doyle"),

@@ -1,4 +1,4 @@
-"""Entity labels: a bank's controlled vocabulary (SPEC section 5).
+"""Entity labels: a bank's controlled vocabulary (docs/design.md §5).
 
 A label group is declared as ``{"key": "person", "type": "value", "values":
 [{"value": "sarah-chen"}]}``; a mention "person:sarah-chen" is then a label,

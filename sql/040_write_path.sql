@@ -487,7 +487,7 @@ AS $$
 BEGIN
     -- Links go with the fact. Counts stay: mention_count and
     -- cooccurrence_count count what was written, as in the reference
-    -- (docs/write-path.md, "Deleting facts").
+    -- (docs/design.md §4.4; docs/write-path.md, "Deleting facts").
     DELETE FROM unit_entities AS ue
     USING old_facts AS o
     WHERE ue.bank_id = o.bank_id AND ue.unit_id = o.id;

@@ -1,5 +1,5 @@
 -- Entity-link expansion: from seed facts to the other facts that share
--- entities with them (SPEC §4, the retrieval use of the graph).
+-- entities with them (docs/design.md §4.5, the retrieval use of the graph).
 
 CREATE OR REPLACE FUNCTION {{ schema }}.expand_units(
     bank_id text,

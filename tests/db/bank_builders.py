@@ -11,7 +11,7 @@ test module (cloning a database costs most of a second; a bank costs one
 row). Tests about a whole database (sessions, locale, statement counts) use
 the ``conn`` fixture of tests/conftest.py and wrap it: ``Bank(conn, "b")``.
 
-Scoring reminders (SPEC §3): score = 0.5·name + 0.3·cooc + 0.2·recency.
+Scoring reminders (docs/design.md §3.5): score = 0.5·name + 0.3·cooc + 0.2·recency.
 A partner that co-occurs only with the candidate has degree 1 and is worth
 1.0; recency is 1.0 when last_seen equals the event date (``NOW``) and 0
 when it is ``LONG_AGO``.

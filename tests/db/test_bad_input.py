@@ -1,4 +1,4 @@
-"""Bad input (SPEC §8): a clear error naming the argument, and nothing written.
+"""Bad input (docs/design.md §8): a clear error naming the argument, and nothing written.
 
 Every rejected call must raise an SQLSTATE of class 22 with a message that
 starts with the argument's name, carry none of PL/Python's internals

@@ -1,4 +1,4 @@
-"""Two sessions creating the same new name at once (SPEC §3 step 5).
+"""Two sessions creating the same new name at once (docs/design.md §3.8).
 
 The insert is ON CONFLICT DO NOTHING in lower(name) order; the session that
 loses the race takes the winner's row. One entity, never two, never an error.

@@ -4,18 +4,29 @@ docs/sql-reference.md documents every public function, view and table in a fence
 block whose first line is the object's signature as the catalog prints it
 (``pg_get_function_arguments``/``pg_get_function_result``, ``format_type``).
 These tests read those blocks and compare them with an installed database; on a
-mismatch they print the block to paste.
+mismatch they print the block to paste. Worked examples (the settings tables,
+tuning.md's explanation of the demo, operations.md's re-import) are run as
+written and compared with what the pages say they print.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from pathlib import Path
 
+import psycopg
 import pytest
+from typer.testing import CliRunner
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+from entity_resolver import demo
+from entity_resolver.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 SCHEMA = "entity_resolver"
+PAGES = sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]
 
 _BLOCK = re.compile(r"```sql\n(.*?)```", re.S)
 _FUNCTION = re.compile(rf"^{SCHEMA}\.(\w+)\((.*)\)\nRETURNS (.*)$")
@@ -91,17 +102,148 @@ def test_every_view_and_table_is_documented(conn):
     assert not missing, f"document in docs/sql-reference.md: {missing}"
 
 
-def test_the_settings_table_in_tuning_lists_every_setting_with_its_default(conn):
+def settings_table(page):
+    """Rows of the page's settings table: key -> (default, range)."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    chunks = text.split("\n| setting | default | range |")
+    assert len(chunks) == 2, f"{page}: expected one settings table"
+    table = chunks[1].split("\n\n")[0]
+    return {key: (default, bounds) for key, default, bounds
+            in re.findall(r"^\| `(\w+)` \| `([^`]+)` \| ([^|]+?) \|", table, re.M)}
+
+
+@pytest.mark.parametrize("page", ["tuning.md", "design.md"])
+def test_the_settings_table_lists_every_setting_with_its_default(conn, page):
     effective = conn.execute(f"SELECT {SCHEMA}.configure_bank('docs-check', '{{}}')").fetchone()[0]
-    text = (DOCS / "tuning.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", text, re.M))
+    rows = settings_table(page)
     assert set(rows) == set(effective)
-    for key, default in rows.items():
+    for key, (default, _) in rows.items():
         assert float(default) == pytest.approx(effective[key]), key
 
 
-@pytest.mark.parametrize("page", ["concepts.md", "sql-reference.md", "tuning.md", "operations.md", "scaling.md"])
-def test_relative_links_point_at_existing_pages(page):
+def _configure(conn, key, value):
+    return conn.execute(f"SELECT {SCHEMA}.configure_bank('docs-check', %s)",
+                        (json.dumps({key: value}),)).fetchone()[0][key]
+
+
+@pytest.mark.parametrize("page", ["tuning.md", "design.md"])
+def test_the_settings_table_gives_each_range_exactly(conn, page):
+    # "0–1" and "1–10000" include both ends; "> 0, ≤ 36500" excludes 0.
+    for key, (_, bounds) in settings_table(page).items():
+        closed = re.fullmatch(r"(\d+)–(\d+)", bounds)
+        half_open = re.fullmatch(r"> (\d+), ≤ (\d+)", bounds)
+        assert closed or half_open, f"{page}: range of {key} reads {bounds!r}"
+        low, high = (int(x) for x in (closed or half_open).groups())
+        accepted = [high] + ([low] if closed else [low + 0.001])
+        refused = [high + 0.001] + ([low - 0.001] if closed else [low])
+        for value in accepted:
+            assert _configure(conn, key, value) == pytest.approx(value), (page, key, value)
+        for value in refused:
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=key):
+                _configure(conn, key, value)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_relative_links_point_at_files_of_the_repository(page):
+    # A user's clone holds this repository and nothing beside it.
+    text = page.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#\s:]+)(?:#[^)]*)?\)", text):
+        resolved = (page.parent / target).resolve()
+        assert resolved.is_relative_to(ROOT), f"{page.name} links outside the repository: {target}"
+        assert resolved.exists(), f"{page.name} links to missing {target}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_page_refers_to_files_outside_the_repository(page):
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"\.\./shared|SPEC\.md|\bSPEC\b", text), f"{page.name} refers outside the repository"
+
+
+# -- worked examples ------------------------------------------------------------------
+
+def sql_block(page, containing):
+    blocks = [b for b in _BLOCK.findall((DOCS / page).read_text(encoding="utf-8")) if containing in b]
+    assert len(blocks) == 1, f"{page}: expected one sql block with {containing!r}"
+    return blocks[0]
+
+
+def sh_block(page, containing):
     text = (DOCS / page).read_text(encoding="utf-8")
-    for target in re.findall(r"\]\(([\w\-./]+\.md)(?:#[\w\-]+)?\)", text):
-        assert (DOCS / target).exists(), f"{page} links to missing {target}"
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if containing in b]
+    assert len(blocks) == 1, f"{page}: expected one sh block with {containing!r}"
+    return [line.split("  #")[0].strip() for line in blocks[0].splitlines() if line.strip()]
+
+
+_EXPLAIN_HEADER = "| candidate | trigram | words | name | cooc | recency | score | decision |"
+
+
+def explain_tables(page):
+    """The page's explain_mention tables, each a list of rows (lists of cells)."""
+    tables = []
+    for chunk in (DOCS / page).read_text(encoding="utf-8").split(_EXPLAIN_HEADER)[1:]:
+        lines = chunk.strip().splitlines()[1:]  # after the |---| line
+        rows = []
+        for line in lines:
+            if not line.startswith("|"):
+                break
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        tables.append(rows)
+    return tables
+
+
+def as_table_row(name, trigram, words, *rest):
+    """An explain_mention row as tuning.md prints it: 3 decimals, yes/no, '–' for NULL."""
+    def num(v):
+        return "–" if v is None else f"{v:.3f}"
+    signals, decision = rest[:-1], rest[-1]
+    return [name, num(trigram), {None: "–", True: "yes", False: "no"}[words],
+            *(num(v) for v in signals), decision]
+
+
+def test_tuning_explains_the_demo_as_the_demo_and_the_query_show_it(conn):
+    outcomes = demo.play(conn, SCHEMA, "demo")
+    as_it_arrives, after_the_demo = explain_tables("tuning.md")
+
+    fact_8 = next(o for o in outcomes if o.fact.content.startswith("Alex flagged a blocker"))
+    assert [as_table_row(r.canonical_name, r.trigram_similarity, r.tokens_compatible, r.name_similarity,
+                         r.cooccurrence, r.recency, r.score, r.decision)
+            for r in fact_8.explanation] == as_it_arrives
+
+    rows = conn.execute(sql_block("tuning.md", "explain_mention('demo'")).fetchall()
+    assert [as_table_row(*row) for row in rows] == after_the_demo
+
+
+def run_documented(line, dsn):
+    """Run one documented entity-resolver command line, with $DSN standing for the test database."""
+    argv = [dsn if arg == "$DSN" else arg for arg in shlex.split(line)]
+    assert argv[0] == "entity-resolver", line
+    result = CliRunner().invoke(app, argv[1:], env={"ENTITY_RESOLVER_DSN": None, "COLUMNS": "200"},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, f"{line}\n{result.output}"
+    return result
+
+
+def test_operations_re_import_round_trip_runs_as_written(conn, tmp_path, monkeypatch):
+    info = conn.info
+    dsn = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    monkeypatch.chdir(tmp_path)
+    facts = [{"fact_id": f"f{n}", "bank_id": "team", "event_date": f"2026-03-0{n}T10:00:00Z",
+              "mentions": mentions}
+             for n, mentions in enumerate([["Alex Morgan", "Acme"], ["Alex", "Acme", "renewal"],
+                                           ["Priya", "Acme"]], 1)]
+    Path("facts.jsonl").write_text("".join(json.dumps(f) + "\n" for f in facts), encoding="utf-8")
+
+    def count(bank):
+        return conn.execute(f"SELECT count(*) FROM {SCHEMA}.facts WHERE bank_id = %s", (bank,)).fetchone()[0]
+
+    first_import, with_options = sh_block("operations.md", "each line names its bank")
+    run_documented(first_import, dsn)
+    assert count("team") == 3
+    run_documented(with_options, dsn)  # the same file into the same bank adds nothing
+    assert count("team") == 3
+
+    for line in sh_block("operations.md", "--bank team-v2"):
+        run_documented(line, dsn)
+    assert count("team-v2") == 3
+    settings = conn.execute(f"SELECT settings FROM {SCHEMA}.banks WHERE bank_id = 'team-v2'").fetchone()[0]
+    assert settings == {"threshold": 0.65}

@@ -22,7 +22,7 @@ def write_stream(path, facts):
     return path
 
 
-# Decisions the spec guarantees whatever the weights: equal names after
+# Decisions the design guarantees whatever the weights: equal names after
 # lower() are one entity, and different numbers are different entities.
 TINY = [
     ("2026-03-01T10:00:00Z", [("Alex Morgan", "alex"), ("Acme", "acme"), ("renewal", None)]),

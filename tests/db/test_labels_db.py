@@ -1,4 +1,4 @@
-"""Entity labels on a real bank (SPEC §5): stored config, exact-only resolution, JSON Schema."""
+"""Entity labels on a real bank (docs/design.md §5): stored config, exact-only resolution, JSON Schema."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Case folding is the database's (SPEC §3): Turkish İ in a UTF-8 and in a C-locale database.
+"""Case folding is the database's (docs/design.md §3.1): Turkish İ in a UTF-8 and in a C-locale database.
 
 Python's str.lower() turns "İ" into "i" + U+0307 (two characters); PostgreSQL's
 lower() under a UTF-8 locale gives "i", and under the C locale leaves "İ" as

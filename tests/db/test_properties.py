@@ -1,4 +1,4 @@
-"""Hostile input, generated (SPEC §8, docs/reliability.md).
+"""Hostile input, generated (docs/design.md §8, docs/reliability.md).
 
 Hypothesis feeds the public interfaces arbitrary Unicode (combining marks,
 RTL, emoji, zero-width joiners, control characters, names around the

@@ -1,4 +1,4 @@
-"""Resolution decisions on a real bank (SPEC §3): which entity a mention names.
+"""Resolution decisions on a real bank (docs/design.md §3): which entity a mention names.
 
 Each test builds the bank's history (names, recency, co-occurrences), resolves
 once and asserts the decision and the rows written.
@@ -19,7 +19,7 @@ from bank_builders import (  # noqa: F401 (fixtures)
     statements_of_last_call,
 )
 
-# -- the two Alexes (SPEC §2) ------------------------------------------------
+# -- the two Alexes (docs/design.md §2) -------------------------------------
 
 
 def two_alexes(bank):
@@ -107,7 +107,7 @@ def test_coincidental_short_name_under_the_floor_is_never_merged(bank):
 
 # -- the word check, both ways ----------------------------------------------------
 
-# Pairs from SPEC §3. The floor is lowered to 0.2 so that "New York"/"New
+# Pairs from docs/design.md §3.4. The floor is lowered to 0.2 so that "New York"/"New
 # Jersey" (trigram 0.25) reaches the word check; every candidate has all the
 # history a merge could want (its partners nearby, seen today).
 WORD_COMPATIBLE = [

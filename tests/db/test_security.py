@@ -1,4 +1,4 @@
-"""Least privilege and a hostile environment (SPEC §8, docs/security.md).
+"""Least privilege and a hostile environment (docs/design.md §8, docs/security.md).
 
 The installation creates a usage role holding exactly what the resolver
 needs; every function runs as its caller with a pinned search_path, so objects

@@ -1,4 +1,4 @@
-"""Per-bank settings on a real bank (SPEC §7), and the caller's own settings left alone."""
+"""Per-bank settings on a real bank (docs/design.md §7), and the caller's own settings left alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""In-batch clustering of new names (SPEC section 3, step 4)."""
+"""In-batch clustering of new names (docs/design.md §3.7)."""
 
 from datetime import datetime, timedelta, timezone
 

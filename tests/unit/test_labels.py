@@ -1,4 +1,4 @@
-"""Entity labels: config validation, label matching, JSON Schema (SPEC section 5)."""
+"""Entity labels: config validation, label matching, JSON Schema (docs/design.md §5)."""
 
 import copy
 

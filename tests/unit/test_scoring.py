@@ -1,4 +1,4 @@
-"""Scoring, screening and the decision among candidates (docs/design.md, resolution)."""
+"""Scoring, screening and the decision among candidates (docs/design.md §3.4-3.6)."""
 
 import ast
 import re

@@ -1,4 +1,4 @@
-"""Bank settings: defaults and validation of overrides (SPEC sections 7 and 8)."""
+"""Bank settings: defaults and validation of overrides (docs/design.md §7 and §8)."""
 
 import math
 from decimal import Decimal

@@ -1,4 +1,4 @@
-"""Words, numbers and the word check (SPEC section 3, "Word check")."""
+"""Words, numbers and the word check (docs/design.md §3.4)."""
 
 from difflib import SequenceMatcher
 
@@ -112,7 +112,7 @@ def test_different_first_names_do_not_match():
     assert not words_match("john", "jane")
 
 
-# -- tokens_compatible: every SPEC example, both ways --------------------------
+# -- tokens_compatible: every example of docs/design.md §3.4, both ways ---------
 
 @pytest.mark.parametrize("m, c", [
     ("são paulo", "sao paulo"),
