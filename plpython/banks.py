@@ -10,6 +10,7 @@ from typing import Any, Dict, NamedTuple, Optional
 
 import db
 import labels
+import locks
 import settings as settings_mod
 from errors import InputError
 from mentions import load_json
@@ -21,25 +22,40 @@ class Bank(NamedTuple):
     id: str
     cfg: Dict[str, Any]
     matcher: labels.LabelMatcher
+    # This transaction queued statistics for the bank that are not applied
+    # yet: resolution must count them, as it would once they are.
+    pending: bool = False
 
 
+# The writer's first statement: the bank_id rule, the bank created on first
+# use, its settings, the bank lock in share mode (locks.py) and whether this
+# transaction has statistics of the bank still queued.
 SQL_BANK_OPEN = """
 WITH checked AS (SELECT check_bank_id($1, $2) AS bank_id),
 ins AS (
     INSERT INTO banks (bank_id) SELECT bank_id FROM checked
     ON CONFLICT (bank_id) DO NOTHING
     RETURNING settings, entity_labels
+),
+cur AS (
+    SELECT settings, entity_labels FROM ins
+    UNION ALL
+    SELECT b.settings, b.entity_labels
+      FROM banks AS b, checked AS c
+     WHERE b.bank_id = c.bank_id AND NOT EXISTS (SELECT 1 FROM ins)
 )
-SELECT settings::text AS settings, lower(entity_labels::text COLLATE @collate@) AS labels FROM ins
-UNION ALL
-SELECT b.settings::text, lower(b.entity_labels::text COLLATE @collate@)
-  FROM banks AS b, checked AS c
- WHERE b.bank_id = c.bank_id AND NOT EXISTS (SELECT 1 FROM ins)
-"""
+SELECT cur.settings::text AS settings, lower(cur.entity_labels::text COLLATE @collate@) AS labels,
+       (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(%d, hashtext($1))) AS l) AS locked,
+       EXISTS (SELECT 1 FROM stats_queue AS q
+                WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
+  FROM cur
+""" % locks.BANK
 
 SQL_BANK_READ = """
 SELECT c.bank_id, b.settings::text AS settings,
-       lower(b.entity_labels::text COLLATE @collate@) AS labels
+       lower(b.entity_labels::text COLLATE @collate@) AS labels,
+       EXISTS (SELECT 1 FROM stats_queue AS q
+                WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
   FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
   LEFT JOIN banks AS b ON b.bank_id = c.bank_id
 """
@@ -48,17 +64,18 @@ SELECT c.bank_id, b.settings::text AS settings,
 def _bank(bank_id: str, row: Optional[Dict[str, Any]]) -> Bank:
     overrides = json.loads(row["settings"]) if row and row["settings"] else {}
     lowered = json.loads(row["labels"]) if row and row["labels"] else {}
-    return Bank(bank_id, settings_mod.effective_settings(overrides), labels.LabelMatcher(lowered))
+    return Bank(bank_id, settings_mod.effective_settings(overrides), labels.LabelMatcher(lowered),
+                bool(row and row["pending"]))
 
 
 def open_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
-    """Check bank_id, create the bank if it is new, and read its settings (one statement)."""
+    """For a writer: check bank_id, create the bank if new, read its settings, take the bank lock (share)."""
     rows = db.run(plpy, "bank_open", SQL_BANK_OPEN, ["text", "text"], [bank_id, argument])
     return _bank(bank_id, rows[0] if rows else None)
 
 
 def read_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
-    """Check bank_id and read its settings (defaults for a bank not created yet); writes nothing."""
+    """For a reader: check bank_id and read its settings (defaults for a bank not created yet)."""
     rows = db.run(plpy, "bank_read", SQL_BANK_READ, ["text", "text"], [bank_id, argument])
     return _bank(bank_id, rows[0] if rows else None)
 

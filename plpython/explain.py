@@ -12,7 +12,7 @@ import probe
 import scoring
 from fold import fold
 from mentions import check_text, datetime_of
-from resolve import probe_threshold
+from resolve import ALIAS, probe_threshold
 
 # explain_mention probes lower than resolution so that near misses under the
 # floor are visible too.
@@ -27,10 +27,8 @@ def _row(cand_id, name, trigram, tokens=None, name_sim=None, cooc=None, recency=
             "recency": recency, "score": score, "decision": decision}
 
 
-def _label_rows(plpy, bank_id, key):
-    # A label resolves by exact match only: the row it names, if any.
-    return [_row(ident, name, 1.0, True, 1.0, None, None, 1.0, scoring.CHOSEN)
-            for key_, (ident, name, _) in probe.exact(plpy, bank_id, [key]).items()]
+def _exact_row(hit, decision):
+    return _row(hit.id, hit.name, 1.0, True, 1.0, None, None, 1.0, decision)
 
 
 def explain(plpy, bank_id, mention, nearby, event_date):
@@ -43,16 +41,27 @@ def explain(plpy, bank_id, mention, nearby, event_date):
     texts = [mention] + [x for x in (nearby or []) if x is not None]
     lowered, epochs, _ = fold(plpy, texts, [event_date], min(EXPLAIN_PROBE, probe_at), ["event_date"])
     key, near = lowered[0], lowered[1:]
-    if bank.matcher and bank.matcher.is_label(key):
-        return _label_rows(plpy, bank_id, key)
+    is_label = bool(bank.matcher) and bank.matcher.is_label(key)
+    hits = probe.exact(plpy, bank_id, [key] if is_label else [], [] if is_label else [key])
+    if key in hits:
+        # A label resolves by exact match only, an alias names its entity:
+        # the row it names is the decision.
+        return [_exact_row(hits[key], scoring.CHOSEN if is_label else ALIAS)]
+    if is_label:
+        return []
     rows = probe.explain_candidates(plpy, bank_id, key, cfg["max_candidates"], EXPLAIN_LABEL_ROWS)
     regular = [r["id"] for r in rows if not r["is_label"]]
-    found = probe.partners(plpy, bank_id, regular, near) if regular else {}
-    # Probe order: similarity descending, then id (labels interleaved; they
-    # are never scored, so they cannot change a tie).
-    rows.sort(key=lambda r: (-r["sim"], r["id"]))
-    probed = [scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]),
-                                r["is_label"], found.get(r["id"], {})) for r in rows]
+    ctx = probe.context(plpy, bank_id, regular, near, (), bank.pending) if regular else None
+    # Probe order: similarity descending, then name, then id (labels
+    # interleaved; they are never scored, so they cannot change a tie).
+    rows.sort(key=lambda r: (-r["sim"], r["name"], r["id"]))
+    probed = []
+    for r in rows:
+        partners = {}
+        if ctx is not None:
+            partners = {name: ctx.degree[n] for name, n in ctx.near.items() if (r["id"], n) in ctx.pairs}
+        probed.append(scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]),
+                                        r["is_label"], partners, r["entity_type"]))
     # Resolution's probe (pg_trgm %, compared like this) never sees a regular
     # row under its threshold.
     unprobed = {r["id"] for r in rows if not r["is_label"] and r["sim"] < probe_at}

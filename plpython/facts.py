@@ -1,7 +1,8 @@
-"""The facts table's trigger: resolve every mention of the inserted rows, then link each fact.
+"""Facts and units: the facts table's trigger, and retain for units kept in the caller's tables.
 
-Arrays hold the inserted rows in statement order. One resolver call per bank
-for all its rows (it queues the mention statistics); linking queues the pairs.
+The trigger receives the inserted rows as arrays, in statement order. The facts
+of one bank are one call: resolved in that order, each seeing what the earlier
+ones did, linked, with one provenance row per mention (resolve.py).
 """
 
 import db
@@ -14,36 +15,32 @@ SELECT count(check_bank_id(u.b, 'bank_id (inserted row ' || u.i || ')'))
   FROM unnest($1::text[]) WITH ORDINALITY AS u (b, i)
 """
 
-SQL_LINK_UNITS = "SELECT _link_units($1, $2, $3, $4)"
+# A unit retained again keeps its mentions and links: the new mentions follow
+# the old ones, and pairs count once per unit (as _link_units counts them).
+SQL_UNIT = """
+SELECT coalesce((SELECT max(m.ordinal) FROM mentions AS m WHERE m.bank_id = $1 AND m.unit_id = $2), 0)
+           AS last_ordinal,
+       ARRAY(SELECT ue.entity_id::text FROM unit_entities AS ue
+              WHERE ue.bank_id = $1 AND ue.unit_id = $2 ORDER BY ue.entity_id) AS members
+"""
 
 
-def _batches(bank_ids, ids, mentions, event_dates):
-    """Per bank, in statement order: the mention items of its facts and, item by item, its fact."""
-    banks = {}
-    for row_no, (bank_id, unit_id, raw, event_date) in enumerate(
-            zip(bank_ids, ids, mentions, event_dates), 1):
-        # Errors name the mention and the row of the INSERT, so that one bad
-        # fact among thousands can be found; the whole statement fails.
-        where = " (inserted row %d)" % row_no
-        try:
-            items = parse_mentions(raw)
-        except InputError as error:
-            error.argument += where
-            raise
-        batch, owners = banks.setdefault(bank_id, ([], []))
-        texts = [it["text"] for it in items]
-        for n, it in enumerate(items):
-            if it["nearby"] is None:
-                # The other mentions of the same fact, not of the statement:
-                # two facts of one INSERT say nothing about each other.
-                it["nearby"] = texts[:n] + texts[n + 1:]
-            if it["event_date"] is None:
-                it["event_date"] = event_date
-            it["text_argument"] += where
-            it["date_argument"] += where
-            batch.append(it)
-            owners.append((unit_id, event_date))
-    return banks
+def fact_items(raw, where: str = ""):
+    """A fact's mention items; an item without nearby gets the fact's other mentions."""
+    try:
+        items = parse_mentions(raw)
+    except InputError as error:
+        error.argument += where
+        raise
+    texts = [it["text"] for it in items]
+    for n, it in enumerate(items):
+        if it["nearby"] is None:
+            # The other mentions of the same fact: two facts of one INSERT say
+            # nothing about each other.
+            it["nearby"] = texts[:n] + texts[n + 1:]
+        it["text_argument"] += where
+        it["date_argument"] += where
+    return items
 
 
 def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
@@ -51,18 +48,27 @@ def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
     if not ids:
         return
     db.run(plpy, "check_banks", SQL_CHECK_BANKS, ["text[]"], [bank_ids])
-    banks = _batches(bank_ids, ids, mentions, event_dates)
-    link = db.plan(plpy, "link_units", SQL_LINK_UNITS, ["text", "uuid[]", "uuid[]", "timestamptz[]"])
+    calls = {}
+    for row_no, (bank_id, unit_id, raw, event_date) in enumerate(
+            zip(bank_ids, ids, mentions, event_dates), 1):
+        # Errors name the mention and the row of the INSERT, so that one bad
+        # fact among thousands can be found; the whole statement fails.
+        where = " (inserted row %d)" % row_no
+        calls.setdefault(bank_id, []).append(resolve.Fact(
+            unit_id, fact_items(raw, where), event_date, True, argument="mentions" + where))
     # Banks in a fixed order, so that two statements spanning the same banks
-    # create their entities in the same order.
-    for bank_id in sorted(banks):
-        batch, owners = banks[bank_id]
-        if not batch:
-            continue
-        results = resolve.resolve_items(plpy, bank_id, batch, None)
-        db.execute(plpy, link, [
-            bank_id,
-            [unit for unit, _ in owners],
-            [result["entity_id"] for result in results],
-            [date for _, date in owners],
-        ])
+    # take their locks in the same order.
+    for bank_id in sorted(calls):
+        resolve.resolve_call(plpy, bank_id, calls[bank_id], None)
+
+
+def retain_sql(plpy, bank_id, unit_id, mentions, event_date):
+    """retain: resolve one unit's mentions, link the unit, record provenance."""
+    if unit_id is None:
+        raise InputError("must not be null", "unit_id", "22004")
+    items = fact_items(mentions)
+    unit = db.run(plpy, "unit", SQL_UNIT, ["text", "uuid"], [bank_id, unit_id])[0]
+    fact = resolve.Fact(unit_id, items, event_date, True, unit["last_ordinal"] + 1, tuple(unit["members"]))
+    outcomes = resolve.resolve_call(plpy, bank_id, [fact], event_date)[0]
+    return [(i + 1, items[i]["text"], o.entity_id, o.canonical_name, o.created, o.score, o.decision)
+            for i, o in enumerate(outcomes)]

@@ -11,7 +11,7 @@ Standard library only.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from errors import InputError, type_name
 
@@ -168,10 +168,12 @@ class LabelMatcher:
         self.exact = set()        # "key:value" of value/multi-values groups
         self.open_keys = set()    # "key:" of text/multi-text groups
         self.map_prefixes = set()  # "key:field:" of map groups
+        self.vocabularies: Dict[str, List[str]] = {}  # key of a value group -> its values
         for attr in (lowered_config or {}).get("attributes") or []:
             key = attr["key"]
             kind = attr["type"]
             if kind in VALUE_TYPES:
+                self.vocabularies[key] = [item["value"] for item in attr.get("values") or []]
                 for item in attr.get("values") or []:
                     self.exact.add("%s:%s" % (key, item["value"]))
             elif kind in TEXT_TYPES:
@@ -183,6 +185,18 @@ class LabelMatcher:
     def __bool__(self) -> bool:
         """True iff the bank declares at least one label."""
         return bool(self.exact or self.open_keys or self.map_prefixes)
+
+    def undeclared(self, text: str) -> Optional[Tuple[str, str]]:
+        """(group key, its declared values) when ``text`` is "key:value" of a value group
+        but the value is not declared; None otherwise."""
+        first = text.find(":")
+        if first <= 0 or text in self.exact:
+            return None
+        values = self.vocabularies.get(text[:first])
+        if values is None or not text[first + 1:].strip():
+            return None
+        shown = ", ".join(values[:10]) + (", ..." if len(values) > 10 else "")
+        return text[:first], shown
 
     def is_label(self, text: str) -> bool:
         """True iff the lowered ``text`` is a declared label."""

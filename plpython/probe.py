@@ -1,38 +1,64 @@
-"""Finding what a mention could be: exact names, trigram candidates, and their partners.
+"""Finding what a mention could be: exact names and aliases, trigram candidates, their context.
 
 Every comparison folds case with PostgreSQL's lower() on both sides. One
-statement serves a whole batch: the exact look-up takes every key, the probe
-every distinct key, the partner look-up every surviving candidate.
+statement serves a whole call: the exact look-up takes every key, the probe
+every distinct key. The context statement (partners and degrees) runs per fact,
+for the candidates that survived the screen.
+
+Statistics a transaction queued and has not applied yet (stats_queue rows of
+its own transaction id) count here as if applied: a later statement of the
+same transaction sees the graph the earlier ones made, as a later
+transaction would after the flush at commit.
 """
 
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 import db
 from mentions import datetime_of
 from scoring import Candidate
 
+
+class Hit(NamedTuple):
+    """An entity found by exact name or alias."""
+
+    id: str
+    name: str
+    kind: str
+    type: Optional[str] = None
+    via: str = "name"        # "name" or "alias"
+
+
 SQL_EXACT = """
-SELECT lower(canonical_name) AS key, id::text AS id, canonical_name, entity_kind
-  FROM entities
- WHERE bank_id = $1 AND lower(canonical_name) = ANY ($2::text[])
+SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
+       'name' AS via
+  FROM entities AS e
+ WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($2::text[])
+UNION ALL
+SELECT lower(a.alias), e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'alias'
+  FROM entity_aliases AS a
+  JOIN entities AS e ON e.bank_id = a.bank_id AND e.id = a.entity_id
+ WHERE a.bank_id = $1 AND lower(a.alias) = ANY ($3::text[])
 """
 
+# Ties on similarity go to the smaller name, then id: names are unique per
+# bank, so the order never depends on random ids, and a stream loaded in one
+# statement or one fact at a time meets its candidates in the same order.
 SQL_CANDIDATES = """
 SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 AS sim,
-       c.last_seen
+       c.last_seen, c.entity_type
   FROM unnest($2::text[]) WITH ORDINALITY AS q (m, i)
  CROSS JOIN LATERAL (
        SELECT e.id, e.canonical_name, lower(e.canonical_name) AS name,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
-              extract(epoch FROM e.last_seen)::float8 AS last_seen
+              extract(epoch FROM e.last_seen)::float8 AS last_seen, e.entity_type
          FROM entities AS e
         WHERE e.bank_id = $1
           AND e.entity_kind <> 'label'
           AND lower(e.canonical_name) OPERATOR(@trgm@.%) q.m
-        ORDER BY sim DESC, e.id
+        ORDER BY sim DESC, lower(e.canonical_name), e.id
         LIMIT $3
        ) AS c
- ORDER BY q.i, c.sim DESC, c.id
+ ORDER BY q.i, c.sim DESC, c.name, c.id
 """
 
 # explain_mention: regular rows at a lower probe (plus the label rows, which
@@ -40,80 +66,133 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
 SQL_EXPLAIN_CANDIDATES = """
 (SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS name,
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
-        extract(epoch FROM e.last_seen)::float8 AS last_seen, false AS is_label
+        extract(epoch FROM e.last_seen)::float8 AS last_seen, false AS is_label, e.entity_type
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind <> 'label'
     AND lower(e.canonical_name) OPERATOR(@trgm@.%) $2
-  ORDER BY sim DESC, e.id
+  ORDER BY sim DESC, lower(e.canonical_name), e.id
   LIMIT $3)
 UNION ALL
 (SELECT e.id::text, e.canonical_name, lower(e.canonical_name),
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
-        extract(epoch FROM e.last_seen)::float8, true
+        extract(epoch FROM e.last_seen)::float8, true, e.entity_type
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind = 'label'
     AND lower(e.canonical_name) OPERATOR(@trgm@.%) $2
-  ORDER BY sim DESC, e.id
+  ORDER BY sim DESC, lower(e.canonical_name), e.id
   LIMIT $4)
 """
 
-# Partners of the candidates among the nearby names only (the only partners
-# that can count), with each partner's degree (distinct co-occurring entities).
-SQL_PARTNERS = """
+# The context of a fact's candidates, in one statement:
+#   near  - every entity named by a nearby name, with its degree (distinct
+#           entities it co-occurs with);
+#   pair  - the co-occurrences between the candidates and those entities;
+#   known - which of the given pairs the bank already has (so that pairs made
+#           earlier in the same call are counted in a degree only once).
+SQL_CONTEXT = """
 WITH near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
      WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
-),
-pairs AS (
-    SELECT c.entity_id_1 AS cand, c.entity_id_2 AS partner
-      FROM entity_cooccurrences AS c
-     WHERE c.bank_id = $1 AND c.entity_id_1 = ANY ($2::uuid[])
-       AND c.entity_id_2 IN (SELECT id FROM near) AND c.cooccurrence_count > 0
-    UNION ALL
-    SELECT c.entity_id_2, c.entity_id_1
-      FROM entity_cooccurrences AS c
-     WHERE c.bank_id = $1 AND c.entity_id_2 = ANY ($2::uuid[])
-       AND c.entity_id_1 IN (SELECT id FROM near) AND c.cooccurrence_count > 0
-),
-degrees AS (
-    SELECT p.partner,
-           (SELECT count(*) FROM entity_cooccurrences AS x
-             WHERE x.bank_id = $1 AND x.entity_id_1 = p.partner AND x.cooccurrence_count > 0)
-           + (SELECT count(*) FROM entity_cooccurrences AS x
-             WHERE x.bank_id = $1 AND x.entity_id_2 = p.partner AND x.cooccurrence_count > 0)
-           AS degree
-      FROM (SELECT DISTINCT partner FROM pairs) AS p
 )
-SELECT pairs.cand::text AS cand, near.name, degrees.degree::bigint AS degree
-  FROM pairs
-  JOIN near ON near.id = pairs.partner
-  JOIN degrees ON degrees.partner = pairs.partner
+SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
+       (SELECT count(*) FROM entity_cooccurrences AS x
+         WHERE x.bank_id = $1 AND x.entity_id_1 = near.id AND x.cooccurrence_count > 0)
+       + (SELECT count(*) FROM entity_cooccurrences AS x
+         WHERE x.bank_id = $1 AND x.entity_id_2 = near.id AND x.cooccurrence_count > 0) AS n
+  FROM near
+UNION ALL
+SELECT 'pair', c.entity_id_1::text, c.entity_id_2::text, NULL
+  FROM entity_cooccurrences AS c
+ WHERE c.bank_id = $1 AND c.cooccurrence_count > 0
+   AND ((c.entity_id_1 = ANY ($2::uuid[]) AND c.entity_id_2 IN (SELECT id FROM near))
+        OR (c.entity_id_2 = ANY ($2::uuid[]) AND c.entity_id_1 IN (SELECT id FROM near)))
+UNION ALL
+SELECT 'known', k.a::text, k.b::text, NULL
+  FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)
+ WHERE EXISTS (SELECT 1 FROM entity_cooccurrences AS c
+                WHERE c.bank_id = $1 AND c.entity_id_1 = k.a AND c.entity_id_2 = k.b
+                  AND c.cooccurrence_count > 0)
 """
 
-# An exact hit: (entity id, canonical name, kind).
-Hit = Tuple[str, str, str]
+# The same, counting this transaction's queued pair increments as applied.
+SQL_CONTEXT_PENDING = """
+WITH pend AS (
+    SELECT q.entity_id AS a, q.entity_id_2 AS b, sum(q.increment) AS inc
+      FROM stats_queue AS q
+     WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned() AND q.entity_id_2 IS NOT NULL
+     GROUP BY q.entity_id, q.entity_id_2
+),
+near AS (
+    SELECT e.id, lower(e.canonical_name) AS name
+      FROM entities AS e
+     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
+),
+touching AS (
+    SELECT c.entity_id_1 AS a, c.entity_id_2 AS b, c.cooccurrence_count AS n
+      FROM entity_cooccurrences AS c
+     WHERE c.bank_id = $1
+       AND (c.entity_id_1 IN (SELECT id FROM near) OR c.entity_id_2 IN (SELECT id FROM near)
+            OR c.entity_id_1 = ANY ($2::uuid[]) OR c.entity_id_2 = ANY ($2::uuid[])
+            OR (c.entity_id_1, c.entity_id_2) IN (SELECT a, b FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)))
+),
+eff AS (
+    SELECT coalesce(t.a, p.a) AS a, coalesce(t.b, p.b) AS b, coalesce(t.n, 0) + coalesce(p.inc, 0) AS n
+      FROM touching AS t
+      FULL JOIN pend AS p ON p.a = t.a AND p.b = t.b
+)
+SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
+       (SELECT count(*) FROM eff WHERE eff.n > 0 AND (eff.a = near.id OR eff.b = near.id)) AS n
+  FROM near
+UNION ALL
+SELECT 'pair', eff.a::text, eff.b::text, NULL
+  FROM eff
+ WHERE eff.n > 0
+   AND ((eff.a = ANY ($2::uuid[]) AND eff.b IN (SELECT id FROM near))
+        OR (eff.b = ANY ($2::uuid[]) AND eff.a IN (SELECT id FROM near)))
+UNION ALL
+SELECT 'known', k.a::text, k.b::text, NULL
+  FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)
+ WHERE EXISTS (SELECT 1 FROM eff WHERE eff.a = k.a AND eff.b = k.b AND eff.n > 0)
+"""
+
+# Dates this transaction queued and has not applied: the latest event date per
+# entity, or, for an entity something was forgotten of, its date recomputed
+# from the record.
+SQL_PENDING_DATES = """
+SELECT q.entity_id::text AS id,
+       CASE WHEN bool_or(q.recompute)
+            THEN (SELECT extract(epoch FROM max(m.event_date))::float8 FROM mentions AS m
+                   WHERE m.bank_id = $1 AND m.entity_id = q.entity_id)
+            ELSE extract(epoch FROM max(q.event_date))::float8 END AS last_seen,
+       bool_or(q.recompute) AS recompute
+  FROM stats_queue AS q
+ WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned() AND q.entity_id_2 IS NULL
+   AND q.entity_id = ANY ($2::uuid[])
+ GROUP BY q.entity_id
+"""
 
 
-def exact(plpy, bank_id: str, keys: Iterable[str]) -> Dict[str, Hit]:
-    """The entities whose lowered name is one of ``keys``, by key."""
-    keys = list(keys)
-    if not keys:
+def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = ()) -> Dict[str, Hit]:
+    """Entities whose lowered name is one of ``names`` or whose alias is one of ``aliases``, by key."""
+    names, aliases = sorted(set(names)), sorted(set(aliases))
+    if not names and not aliases:
         return {}
-    rows = db.run(plpy, "exact", SQL_EXACT, ["text", "text[]"], [bank_id, keys])
-    return {r["key"]: (r["id"], r["canonical_name"], r["entity_kind"]) for r in rows}
+    rows = db.run(plpy, "exact", SQL_EXACT, ["text", "text[]", "text[]"], [bank_id, names, aliases])
+    return {r["key"]: Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"])
+            for r in rows}
 
 
 def candidates(plpy, bank_id: str, keys: List[str], limit: int) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
     """Probe every key at once; return its candidates in probe order and every candidate's name."""
-    by_key = {k: [] for k in keys}
-    names = {}
+    by_key: Dict[str, List[Candidate]] = {k: [] for k in keys}
+    names: Dict[str, str] = {}
     if not keys:
         return by_key, names
     rows = db.run(plpy, "candidates", SQL_CANDIDATES, ["text", "text[]", "int"], [bank_id, keys, limit])
     for r in rows:
         by_key[keys[r["i"] - 1]].append(
-            Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"])))
+            Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
         names[r["id"]] = r["canonical_name"]
     return by_key, names
 
@@ -124,13 +203,42 @@ def explain_candidates(plpy, bank_id: str, key: str, limit: int, label_rows: int
                        ["text", "text", "int", "int"], [bank_id, key, limit, label_rows]))
 
 
-def partners(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterable[str]) -> Dict[str, Dict[str, int]]:
-    """Partners of the candidates among the nearby names: {candidate id: {lowered name: degree}}."""
+class Context(NamedTuple):
+    """What the bank knows around a fact: entities by nearby name, their degrees, pairs."""
+
+    near: Dict[str, str]          # lowered name -> entity id
+    degree: Dict[str, int]        # entity id -> distinct partners
+    pairs: Set[Tuple[str, str]]   # (candidate id, near entity id) that co-occur
+    known: Set[Tuple[str, str]]   # of the pairs asked about, those the bank has
+
+
+def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterable[str],
+            ask: Iterable[Tuple[str, str]] = (), pending: bool = False) -> Context:
+    """The bank's context for candidates (partners among the nearby names, degrees); one statement."""
     ids = sorted(set(candidate_ids))
     names = sorted(set(n for n in near_names if n))
-    out: Dict[str, Dict[str, int]] = {}
-    if not ids or not names:
-        return out
-    for r in db.run(plpy, "partners", SQL_PARTNERS, ["text", "uuid[]", "text[]"], [bank_id, ids, names]):
-        out.setdefault(r["cand"], {})[r["name"]] = r["degree"]
-    return out
+    asked = sorted(set(ask))
+    ctx = Context({}, {}, set(), set())
+    if not names and not asked:
+        return ctx
+    sql, name = (SQL_CONTEXT_PENDING, "context_pending") if pending else (SQL_CONTEXT, "context")
+    for r in db.run(plpy, name, sql, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
+                    [bank_id, ids, names, [a for a, _ in asked], [b for _, b in asked]]):
+        if r["kind"] == "near":
+            ctx.near[r["b"]] = r["a"]
+            ctx.degree[r["a"]] = r["n"]
+        elif r["kind"] == "pair":
+            ctx.pairs.add((r["a"], r["b"]))
+            ctx.pairs.add((r["b"], r["a"]))
+        else:
+            ctx.known.add((r["a"], r["b"]))
+    return ctx
+
+
+def pending_dates(plpy, bank_id: str, entity_ids: Iterable[str]) -> Dict[str, Tuple[Optional[float], bool]]:
+    """This transaction's unapplied last_seen per entity: {id: (epoch, recomputed)}."""
+    ids = sorted(set(entity_ids))
+    if not ids:
+        return {}
+    return {r["id"]: (r["last_seen"], r["recompute"])
+            for r in db.run(plpy, "pending_dates", SQL_PENDING_DATES, ["text", "uuid[]"], [bank_id, ids])}

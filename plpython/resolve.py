@@ -1,35 +1,65 @@
-"""Resolving a batch of mentions: the pipeline, stage by stage.
+"""Resolving the mentions of a call: the pipeline, stage by stage.
 
-    fold → classify → exact look-up → probe → screen → partners → decide
-         → cluster new names → create → queue
+    parse → fold → classify → exact names and aliases → probe
+          → per fact, in order: candidates → screen → context → decide → cluster → create
+          → record (entities, provenance, links, queued statistics)
 
-One call resolves a whole batch with a fixed handful of statements, whatever
-its size. The decisions are made by the pure stages (screen, scoring, decide,
-clustering), which unit tests call in-process; this module wires them to the
-statements of probe, create and queue.
+A call is one resolve_mention(s) or retain, or all the facts of one bank in
+one INSERT statement. It reads the bank with a fixed handful of statements,
+then decides its facts in order, each seeing what the earlier ones did (the
+call's state, callstate.py, combined with the bank as read): a statement of
+many facts leaves the bank exactly as one statement per fact would. The
+decisions are made by pure stages (screen, scoring, decide, clustering),
+which unit tests call in-process.
 """
 
+import dataclasses
+import uuid
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import banks
-import create
+import clustering
 import db
 import decide
+import labels
 import probe
-import enqueue
+import record
 import screen
+import trigrams
+from callstate import CallState, pair
 from errors import InputError
-from fold import fold
+from fold import fold_call
 from mentions import check_text, datetime_of, item, parse_mentions
 
+# Decision codes of provenance (mentions.decision) and of lookup_mention.
+RESOLVED, CREATED, LITERAL, LABEL, ALIAS = "resolved", "created", "literal", "label", "alias"
+NEW = "new"  # lookup_mention: no entity yet; resolving would create one
 
-class Batch(NamedTuple):
-    """A batch after folding: lowered keys, nearby names, event dates (one per item)."""
+# A lost race (an entity deleted between probe and write) is decided again,
+# against the bank as it then is; more than this many in a row is an error.
+MAX_ATTEMPTS = 3
 
-    keys: List[str]
-    nearby: List[List[str]]
-    epochs: List[Optional[float]]
-    dates: List[Optional[str]]
+
+class Fact(NamedTuple):
+    """One unit of a call: its mention items, the unit id, whether it is linked."""
+
+    unit_id: str
+    items: List[Dict[str, Any]]
+    event_date: Optional[str] = None      # the fact's date; an item's own date wins
+    link: bool = False
+    first_ordinal: int = 1
+    members: Tuple[str, ...] = ()         # entities the unit is linked to already (retain)
+    argument: str = "mentions"            # how errors name the fact's mentions
+
+
+class Outcome(NamedTuple):
+    """What one mention resolved to."""
+
+    entity_id: Optional[str]
+    canonical_name: Optional[str]
+    created: bool
+    score: Optional[float]
+    decision: str
 
 
 def probe_threshold(cfg: Dict[str, Any]) -> float:
@@ -37,9 +67,44 @@ def probe_threshold(cfg: Dict[str, Any]) -> float:
     return max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
 
 
-def fold_batch(plpy, items, default_event_date, probe_at: float) -> Batch:
-    """Lowercase every text and nearby name and parse every date (one statement)."""
-    n = len(items)
+# -- limits --------------------------------------------------------------------------
+
+
+def check_limits(facts: List[Fact], cfg: Dict[str, Any]) -> None:
+    """Refuse a call larger than the bank's limits before any work (SQLSTATE 54000)."""
+    total = sum(len(f.items) for f in facts)
+    if total > cfg["max_mentions_per_call"]:
+        raise InputError("%d mentions in one call; the limit is max_mentions_per_call = %d"
+                         % (total, cfg["max_mentions_per_call"]), "mentions", "54000")
+    for f in facts:
+        if len(f.items) > cfg["max_mentions_per_fact"]:
+            raise InputError("%d mentions in one fact; the limit is max_mentions_per_fact = %d"
+                             % (len(f.items), cfg["max_mentions_per_fact"]), f.argument, "54000")
+        for it in f.items:
+            if it.get("nearby") is not None and len(it["nearby"]) > cfg["max_nearby_per_mention"]:
+                raise InputError("%d nearby names; the limit is max_nearby_per_mention = %d"
+                                 % (len(it["nearby"]), cfg["max_nearby_per_mention"]),
+                                 it["date_argument"].replace(".event_date", ".nearby"), "54000")
+
+
+# -- reading the bank ----------------------------------------------------------------
+
+
+class Folded(NamedTuple):
+    """Every item of a call after folding, flat, in call order."""
+
+    keys: List[str]
+    nearby: List[List[str]]
+    epochs: List[Optional[float]]
+    dates: List[Optional[str]]
+    trigrams: Dict[str, frozenset]
+    fact_of: List[int]
+
+
+def fold_facts(plpy, facts: List[Fact], default_event_date, probe_at: float) -> Folded:
+    """Lowercase every text and nearby name, parse every date, take every key's trigrams (one statement)."""
+    items = [it for f in facts for it in f.items]
+    fact_of = [n for n, f in enumerate(facts) for _ in f.items]
     texts = [it["text"] for it in items]
     spans = []
     for it in items:
@@ -48,137 +113,364 @@ def fold_batch(plpy, items, default_event_date, probe_at: float) -> Batch:
             texts.extend(x for x in it["nearby"] if isinstance(x, str))
         spans.append((start, len(texts)))
     # An element's own event_date ("" included, which is not a date) is named
-    # by its argument; a missing one takes the call's event_date argument.
-    own = [it.get("event_date") is not None for it in items]
-    dates = [it["event_date"] if own[i] else default_event_date for i, it in enumerate(items)]
-    arguments = [(it.get("date_argument") or "mentions[%d].event_date" % i) if own[i] else "event_date"
-                 for i, it in enumerate(items)]
-    lowered, epochs, canon = fold(plpy, texts, dates, probe_at, arguments)
+    # by its argument; a missing one takes its fact's, then the call's.
+    dates, arguments = [], []
+    for i, it in enumerate(items):
+        fact = facts[fact_of[i]]
+        if it.get("event_date") is not None:
+            dates.append(it["event_date"])
+            arguments.append(it.get("date_argument") or "mentions[%d].event_date" % i)
+        elif fact.event_date is not None:
+            dates.append(fact.event_date)
+            arguments.append("event_date")
+        else:
+            dates.append(default_event_date)
+            arguments.append("event_date")
+    n = len(items)
+    lowered, epochs, canon, tri = fold_call(plpy, texts, dates, probe_at, arguments, n)
     keys = lowered[:n]
     nearby = []
     for i, it in enumerate(items):
         if it.get("nearby") is None:
-            # No nearby given: the other mentions of the batch.
-            nearby.append([keys[j] for j in range(n) if j != i])
+            # No nearby given: the other mentions of the same fact.
+            fact = fact_of[i]
+            nearby.append([keys[j] for j in range(n) if j != i and fact_of[j] == fact])
         else:
             nearby.append(lowered[spans[i][0]:spans[i][1]])
-    return Batch(keys, nearby, epochs, canon)
+    return Folded(keys, nearby, epochs, canon, {k: trigrams.parse(t) for k, t in zip(keys, tri)}, fact_of)
 
 
-def classify(items, keys, matcher) -> Tuple[List[int], Dict[str, str]]:
-    """Split a batch: regular mentions (by index), and exact keys with the kind they create."""
+def classify(items, keys, bank, cfg) -> Tuple[Dict[int, str], List[int]]:
+    """{index: "literal" | "label"} for exact-match items, and the regular items' indexes."""
+    exact: Dict[int, str] = {}
     regular: List[int] = []
-    exact: Dict[str, str] = {}
     for i, it in enumerate(items):
         if not it.get("resolve", True):
-            exact.setdefault(keys[i], "regular")
-        elif matcher and matcher.is_label(keys[i]):
-            exact[keys[i]] = "label"
+            exact[i] = LITERAL
+        elif bank.matcher and bank.matcher.is_label(keys[i]):
+            exact[i] = LABEL
         else:
+            undeclared = bank.matcher.undeclared(keys[i]) if bank.matcher else None
+            if undeclared is not None and not cfg["allow_undeclared_labels"]:
+                raise InputError(
+                    '"%s" is not a declared value of label group "%s" (declared: %s); declare it '
+                    'with set_entity_labels, or configure_bank(..., \'{"allow_undeclared_labels": true}\') '
+                    "to resolve it as a regular name" % (it["text"], undeclared[0], undeclared[1]),
+                    it.get("text_argument") or "mentions[%d]" % i)
             regular.append(i)
-    return regular, exact
+    return exact, regular
 
 
-def screen_keys(by_key, cfg):
-    """Screen each distinct key's candidates once, stopping at an identical name that settles it."""
-    return {k: screen.screen(k, cands, cfg, stop_at_identical=True) for k, cands in by_key.items() if cands}
+class Bankview(NamedTuple):
+    """What the call read of the bank before its first fact."""
+
+    hits: Dict[str, probe.Hit]                   # exact names (literal, label) and aliases, by key
+    candidates: Dict[str, List[Any]]             # pre-call probe, by key
+    names: Dict[str, str]                        # candidate id -> canonical name
+    pending: Dict[str, Tuple[Optional[float], bool]]
 
 
-def choose(plpy, bank_id: str, batch: Batch, regular: List[int], cfg):
-    """Decide every regular mention: {index: best evaluation or None}, {index: best score}, names."""
-    distinct = sorted({batch.keys[i] for i in regular})
-    by_key, names = probe.candidates(plpy, bank_id, distinct, cfg["max_candidates"])
-    screened = screen_keys(by_key, cfg)
-    # The floor and the word check need no database: only the survivors'
-    # partners are fetched, the only partners ever read.
-    survivors = [c for k in screened for c, skipped in screened[k] if skipped is None]
-    scored_keys = {c_key for c_key, rows in screened.items() if any(s is None for _, s in rows)}
-    near = set()
-    for i in regular:
-        if batch.keys[i] in scored_keys:
-            near.update(batch.nearby[i])
-    if survivors and near:
-        found = probe.partners(plpy, bank_id, [c.id for c in survivors], near)
-        for c in survivors:
-            c.partners = found.get(c.id, {})
-    chosen, best_scores = {}, {}
-    for i in regular:
-        k = batch.keys[i]
-        if k not in screened:
+def read_bank(plpy, bank, folded: Folded, exact: Dict[int, str], regular: List[int], cfg) -> Bankview:
+    """The exact look-up (names of literal and label mentions, aliases) and the probe: two statements."""
+    keys = folded.keys
+    # Every key by name: a regular name without trigrams ("!!!", "🔥") is
+    # never a trigram candidate, but is the same entity when spelled the same.
+    name_keys = set(keys)
+    alias_keys = {keys[i] for i, how in exact.items() if how == LITERAL} | {keys[i] for i in regular}
+    hits = probe.exact(plpy, bank.id, name_keys, alias_keys)
+    # An alias names its entity exactly: no fuzzy probe for it.
+    distinct = sorted({keys[i] for i in regular
+                       if not (keys[i] in hits and hits[keys[i]].via == "alias")})
+    by_key, names = probe.candidates(plpy, bank.id, distinct, cfg["max_candidates"])
+    pending = {}
+    if bank.pending:
+        pending = probe.pending_dates(plpy, bank.id, [c.id for cands in by_key.values() for c in cands])
+    return Bankview(hits, by_key, names, pending)
+
+
+# -- deciding a fact ---------------------------------------------------------------
+
+
+def _effective_last_seen(c, view: Bankview, state: CallState):
+    """A candidate's last_seen: the bank's, this transaction's queued dates, the call's own."""
+    epoch = c.last_seen.timestamp() if c.last_seen is not None else None
+    queued = view.pending.get(c.id)
+    if queued is not None:
+        q_epoch, recomputed = queued
+        if recomputed:
+            epoch = q_epoch
+        elif q_epoch is not None and (epoch is None or q_epoch > epoch):
+            epoch = q_epoch
+    own = state.last_seen_epoch(c.id)
+    if own is not None and (epoch is None or own > epoch):
+        epoch = own
+    if epoch is None:
+        return None
+    return c.last_seen if c.last_seen is not None and c.last_seen.timestamp() == epoch else datetime_of(epoch)
+
+
+def candidates_for(key: str, view: Bankview, state: CallState, folded: Folded, cfg) -> List[Any]:
+    """The key's candidates in probe order: the bank's as probed, and those the call created."""
+    bank_side = view.candidates.get(key, [])
+    if not state.reach:
+        return bank_side
+    mine = state.created_candidates(folded.trigrams[key], probe_threshold(cfg))
+    if not mine:
+        return bank_side
+    merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.name, c.id))
+    return merged[:cfg["max_candidates"]]
+
+
+def _context(plpy, bank, survivors, near_names, state: CallState):
+    """Partners of the survivors among the nearby names, with degrees, bank and call combined."""
+    bank_ids = [c.id for c in survivors if not state.is_new(c.id)]
+    involved = {c.id for c in survivors}
+    involved.update(state.seen_names[n] for n in near_names if n in state.seen_names)
+    ask = set()
+    for e in involved:
+        if state.is_new(e):
             continue
-        evaluations, best = decide.decide(k, screened[k], batch.nearby[i], datetime_of(batch.epochs[i]), cfg)
+        for x in state.partners_of(e):
+            if not state.is_new(x):
+                ask.add(pair(e, x))
+    ctx = probe.context(plpy, bank.id, bank_ids, near_names, ask, bank.pending)
+    near = dict(ctx.near)
+    for name in near_names:
+        ent = state.created.get(name)
+        if ent is not None and ent.kind != "label":
+            near[name] = ent.id
+    degree: Dict[str, int] = {}
+    for name, n in near.items():
+        extra = sum(1 for x in state.partners_of(n)
+                    if state.is_new(n) or state.is_new(x) or pair(n, x) not in ctx.known)
+        degree[n] = ctx.degree.get(n, 0) + extra
+    for c in survivors:
+        mine = state.partners_of(c.id)
+        c.partners = {name: degree[n] for name, n in near.items()
+                      if (c.id, n) in ctx.pairs or n in mine}
+
+
+def decide_fact(plpy, bank, cfg, fact_index: int, items, folded: Folded, exact, regular_set,
+                view: Bankview, state: CallState) -> Dict[int, Any]:
+    """Screen and score the fact's regular mentions; {item index: best evaluation or None, scores}."""
+    indexes = [i for i, f in enumerate(folded.fact_of) if f == fact_index and i in regular_set]
+    screened: Dict[int, List[Any]] = {}
+    survivors = []
+    near = set()
+    for i in indexes:
+        key = folded.keys[i]
+        hit = view.hits.get(key)
+        if hit is not None and hit.via == "alias":
+            continue
+        cands = candidates_for(key, view, state, folded, cfg)
+        rows = []
+        live = False
+        for c, skipped in screen.screen(key, cands, cfg, stop_at_identical=True):
+            if skipped is None:
+                # A copy per fact: recency and partners are this fact's.
+                c = dataclasses.replace(c, last_seen=_effective_last_seen(c, view, state), partners={})
+                survivors.append(c)
+                live = True
+            rows.append((c, skipped))
+        screened[i] = rows
+        if live:
+            near.update(folded.nearby[i])
+    if survivors and near:
+        _context(plpy, bank, survivors, near, state)
+    out = {}
+    for i, rows in screened.items():
+        evaluations, best = decide.decide(folded.keys[i], rows, folded.nearby[i],
+                                          datetime_of(folded.epochs[i]), cfg)
         scores = [ev.score for ev in evaluations if ev.score is not None]
-        best_scores[i] = max(scores) if scores else None
+        out[i] = (best, max(scores) if scores else None)
+    return out
+
+
+def _name_of(c, view: Bankview, state: CallState) -> str:
+    if state.is_new(c.id):
+        return state.by_id[c.id].name
+    return view.names[c.id]
+
+
+def settle_fact(fact_index: int, fact: Fact, items, folded: Folded, exact, decided, view: Bankview,
+                state: CallState, cfg) -> List[Outcome]:
+    """Turn a fact's decisions into outcomes: hits, choices, and the entities it creates."""
+    indexes = [i for i, f in enumerate(folded.fact_of) if f == fact_index]
+    keys = folded.keys
+    outcomes: Dict[int, Outcome] = {}
+    # Exact mentions: an alias, the bank's name, or a name the call created.
+    fixed_new: Dict[str, str] = {}
+    for i in indexes:
+        key = keys[i]
+        hit = view.hits.get(key)
+        if hit is not None and hit.via == "alias":
+            outcomes[i] = Outcome(hit.id, hit.name, False, None, ALIAS)
+            continue
+        if i not in exact:
+            continue
+        ent = state.created.get(key)
+        if hit is not None:
+            outcomes[i] = Outcome(hit.id, hit.name, False, None, exact[i])
+        elif ent is not None:
+            outcomes[i] = Outcome(ent.id, ent.name, False, None, exact[i])
+        else:
+            fixed_new.setdefault(key, "label" if exact[i] == LABEL else "regular")
+    # Regular mentions that chose a candidate.
+    for i, (best, _) in decided.items():
         if best is not None:
-            chosen[i] = best
-    return chosen, best_scores, names
+            c = best.candidate
+            outcomes[i] = Outcome(c.id, _name_of(c, view, state), False, best.score, RESOLVED)
+    # New names: literal and label names not found, and clusters of the rest.
+    unresolved = [i for i in indexes if i not in outcomes and i not in exact]
+    forms = {}
+    for i in unresolved:
+        # The same name, found by the exact look-up or made earlier in the
+        # call, though no trigram candidate: a label row (never a fuzzy
+        # candidate), or a name without letters or digits ("!!!").
+        hit = view.hits.get(keys[i]) or state.created.get(keys[i])
+        if hit is not None:
+            outcomes[i] = Outcome(hit.id, hit.name, False, decided.get(i, (None, None))[1], RESOLVED)
+            continue
+        if keys[i] in fixed_new:
+            continue
+        form = forms.setdefault(keys[i], {"key": keys[i], "spellings": {}, "first_seen": None})
+        form["spellings"][items[i]["text"]] = form["spellings"].get(items[i]["text"], 0) + 1
+    pairs = []
+    if 2 <= len(forms) <= cfg["intrabatch_max_names"]:
+        pairs = trigrams.similar_pairs(forms, folded.trigrams, cfg["intrabatch_similarity"])
+    clusters = clustering.cluster_forms(list(forms.values()), pairs, cfg["intrabatch_max_names"]) if forms else {}
+    made: Dict[str, Any] = {}
+
+    def first_date(members_keys):
+        dated = [(folded.epochs[i], folded.dates[i]) for i in indexes
+                 if keys[i] in members_keys and folded.epochs[i] is not None]
+        return min(dated) if dated else (None, None)
+
+    for key, kind in sorted(fixed_new.items()):
+        members = {key}
+        # Literal and label names are created spelled exactly as given.
+        text = next(items[i]["text"] for i in indexes if keys[i] == key and i in exact)
+        epoch, date = first_date(members)
+        made[key] = state.create(key, text, kind, None, folded.trigrams.get(key), epoch, date)
+    for c in {id(c): c for c in clusters.values()}.values():
+        if c.key in made:
+            continue
+        epoch, date = first_date(set(c.members))
+        made[c.key] = state.create(c.key, c.name, "regular", None, folded.trigrams.get(c.key), epoch, date)
+    cluster_of = {m: c.key for c in clusters.values() for m in c.members}
+    for i in indexes:
+        if i in outcomes:
+            continue
+        key = keys[i]
+        target = key if key in fixed_new else cluster_of.get(key, key)
+        ent = made[target]
+        how = exact.get(i, CREATED)
+        outcomes[i] = Outcome(ent.id, ent.name, True, decided.get(i, (None, None))[1], how)
+    return [outcomes[i] for i in indexes]
 
 
-def resolve_items(plpy, bank_id: str, items: List[Dict[str, Any]], default_event_date) -> List[Dict[str, Any]]:
-    """Resolve a batch of mention items; return one result dict per item, in order.
+def _record_fact(fact: Fact, indexes: List[int], outcomes: List[Outcome], items, folded: Folded,
+                 state: CallState) -> None:
+    for n, (i, o) in enumerate(zip(indexes, outcomes)):
+        state.record_mention(o.entity_id, folded.epochs[i], folded.dates[i])
+        state.provenance.append((fact.unit_id, fact.first_ordinal + n, items[i]["text"], o.entity_id,
+                                 o.decision, o.score, folded.dates[i]))
+    if fact.link:
+        state.record_unit(fact.unit_id, [o.entity_id for o in outcomes], fact.event_date, fact.members)
 
-    Items: {"text", "nearby" (list or None: the other texts of the batch),
-    "event_date" (timestamptz text or None: the default), "resolve"}.
-    """
+
+# -- the call ----------------------------------------------------------------------
+
+
+def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, write: bool = True,
+                 argument: str = "bank_id") -> List[List[Outcome]]:
+    """Resolve the facts of a call in order; return each fact's outcomes (one per item, in order)."""
     db.start_call()
+    items = [it for f in facts for it in f.items]
     if not items:
-        banks.check_bank(plpy, bank_id)
-        return []
+        banks.check_bank(plpy, bank_id, argument)
+        return [[] for _ in facts]
     for i, it in enumerate(items):
         check_text(it.get("text"), it.get("text_argument") or "mentions[%d].text" % i)
-    bank = banks.open_bank(plpy, bank_id)
+    bank = banks.open_bank(plpy, bank_id, argument) if write else banks.read_bank(plpy, bank_id, argument)
     cfg = bank.cfg
-    batch = fold_batch(plpy, items, default_event_date, probe_threshold(cfg))
-    keys = batch.keys
-    regular, exact_needed = classify(items, keys, bank.matcher)
-    existing = probe.exact(plpy, bank_id, exact_needed)
-    chosen, best_scores, names = choose(plpy, bank_id, batch, regular, cfg)
-
-    # New names: literal/label keys not found, and regular mentions without a match.
-    new_fixed = {k: kind for k, kind in exact_needed.items() if k not in existing}
-    forms = create.new_forms(items, keys, batch.epochs, batch.dates,
-                             [i for i in regular if i not in chosen], new_fixed)
-    clusters = create.cluster(plpy, forms, cfg)
-    rows = create.rows_to_insert(items, keys, batch.epochs, batch.dates, new_fixed, forms, clusters)
-    created, taken = create.insert(plpy, bank_id, rows)
-    existing.update(taken)
-
-    cluster_of = {member: c.key for c in clusters.values() for member in c.members}
-    results = []
-    for i, k in enumerate(keys):
-        if i in chosen:
-            ident = chosen[i].candidate.id
-            results.append({"entity_id": ident, "canonical_name": names[ident], "created": False,
-                            "score": chosen[i].score})
-            continue
-        target = k if k in new_fixed or k in existing else cluster_of.get(k, k)
-        hit = created.get(target)
-        (ident, name, _) = hit if hit is not None else existing[target]
-        results.append({"entity_id": ident, "canonical_name": name, "created": hit is not None,
-                        "score": best_scores.get(i)})
-    enqueue.queue_mentions(plpy, bank_id, [r["entity_id"] for r in results], batch.epochs, batch.dates)
+    check_limits(facts, cfg)
+    folded = fold_facts(plpy, facts, default_event_date, probe_threshold(cfg))
+    exact, regular = classify(items, folded.keys, bank, cfg)
+    regular_set = set(regular)
+    for attempt in range(MAX_ATTEMPTS):
+        view = read_bank(plpy, bank, folded, exact, regular, cfg)
+        state = CallState()
+        results = []
+        for n, fact in enumerate(facts):
+            decided = decide_fact(plpy, bank, cfg, n, items, folded, exact, regular_set, view, state)
+            outcomes = settle_fact(n, fact, items, folded, exact, decided, view, state, cfg)
+            indexes = [i for i, f in enumerate(folded.fact_of) if f == n]
+            _record_fact(fact, indexes, outcomes, items, folded, state)
+            results.append(outcomes)
+        if not write:
+            return results
+        lost = record.persist(plpy, bank_id, state)
+        if lost is None:
+            return _written(results, state)
+        if attempt == MAX_ATTEMPTS - 1:
+            raise lost
     return results
+
+
+def _written(results, state: CallState) -> List[List[Outcome]]:
+    """Outcomes with the entity ids as written (a provisional id that lost a race is remapped)."""
+    written = iter(state.provenance)
+    out = []
+    for outcomes in results:
+        fixed = []
+        for o in outcomes:
+            row = next(written)
+            lost = o.entity_id in state.lost
+            fixed.append(o._replace(entity_id=row[3], decision=row[4], created=o.created and not lost))
+        out.append(fixed)
+    return out
 
 
 # -- entry points ----------------------------------------------------------------
 
+
+def _call_unit() -> str:
+    """The provenance unit of a resolve call outside any fact."""
+    return str(uuid.uuid4())
+
+
 def resolve_mentions_sql(plpy, bank_id, mentions, event_date):
-    """resolve_mentions: one row per element, in order."""
+    """resolve_mentions: one row per element, in order (the elements are one batch)."""
     items = parse_mentions(mentions)
-    results = resolve_items(plpy, bank_id, items, event_date)
-    return [(i + 1, items[i]["text"], r["entity_id"], r["canonical_name"], r["created"], r["score"])
-            for i, r in enumerate(results)]
+    outcomes = resolve_call(plpy, bank_id, [Fact(_call_unit(), items)], event_date)[0]
+    return [(i + 1, items[i]["text"], o.entity_id, o.canonical_name, o.created, o.score)
+            for i, o in enumerate(outcomes)]
 
 
-def resolve_mention_sql(plpy, bank_id, mention, nearby, event_date, resolve):
-    """resolve_mention: the one mention's row."""
+def _single(mention, nearby, resolve):
     check_text(mention, "mention")
     if resolve is None:
         raise InputError("must not be null", "resolve", "22004")
     it = item(mention, "mention", [x for x in (nearby or []) if x is not None], None, resolve, "mention")
     it["date_argument"] = "event_date"
-    r = resolve_items(plpy, bank_id, [it], event_date)[0]
-    return [(r["entity_id"], r["canonical_name"], r["created"], r["score"])]
+    return it
+
+
+def resolve_mention_sql(plpy, bank_id, mention, nearby, event_date, resolve):
+    """resolve_mention: the one mention's row (a write: provenance and statistics)."""
+    it = _single(mention, nearby, resolve)
+    o = resolve_call(plpy, bank_id, [Fact(_call_unit(), [it])], event_date)[0][0]
+    return [(o.entity_id, o.canonical_name, o.created, o.score)]
+
+
+def lookup_mention_sql(plpy, bank_id, mention, nearby, event_date):
+    """lookup_mention: what resolve_mention would decide, writing nothing."""
+    it = _single(mention, nearby, True)
+    o = resolve_call(plpy, bank_id, [Fact("", [it])], event_date, write=False)[0][0]
+    if o.created:
+        return [(None, None, o.score, NEW)]
+    return [(o.entity_id, o.canonical_name, o.score, o.decision)]
 
 
 def last_call_statements(plpy):

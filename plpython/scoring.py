@@ -41,6 +41,8 @@ class Candidate:
     is_label: bool = False
     # lowered partner canonical name -> degree (distinct entities it co-occurs with)
     partners: Dict[str, int] = field(default_factory=dict)
+    # the type the entity was created with (lowercased), None when untyped
+    entity_type: Optional[str] = None
 
 
 @dataclass

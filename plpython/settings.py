@@ -28,6 +28,15 @@ DEFAULTS = {
     "intrabatch_similarity": 0.5,
     "intrabatch_max_names": 250,
     "expansion_per_entity_limit": 200,
+    # Limits, checked before any work: a call's cost grows with its size, and
+    # the nearby names of a fact grow with the square of its mentions.
+    "max_mentions_per_call": 10000,
+    "max_mentions_per_fact": 1000,
+    "max_nearby_per_mention": 1000,
+    # A "key:value" mention whose key is a declared value group but whose
+    # value is not declared is a typo or an extractor's invention: refused
+    # unless the bank allows it (it then resolves as a regular name).
+    "allow_undeclared_labels": False,
 }
 
 # key -> (kind, low, high, low_inclusive). Each range says what a value means:
@@ -48,6 +57,10 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "intrabatch_similarity": ("real", 0.0, 1.0, True),
     "intrabatch_max_names": ("int", 0, 10000, True),
     "expansion_per_entity_limit": ("int", 1, 100000, True),
+    "max_mentions_per_call": ("int", 1, 1000000, True),
+    "max_mentions_per_fact": ("int", 1, 100000, True),
+    "max_nearby_per_mention": ("int", 0, 100000, True),
+    "allow_undeclared_labels": ("bool", 0, 0, True),
 }
 
 
@@ -88,6 +101,11 @@ def _number(key: str, value: Any, argument: str) -> float:
 def _check(key: str, value: Any, argument: str):
     """Validate one setting and return its normalised value."""
     kind, low, high, low_inclusive = _RULES[key]
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise InputError('"%s" must be true or false, got %s %s'
+                             % (key, _type_name(value), _show(value)), argument)
+        return value
     number = _number(key, value, argument)
     if kind == "int":
         # 200.0 is accepted as 200 (JSON has one number type); 200.5 is not.

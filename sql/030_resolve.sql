@@ -50,7 +50,30 @@ SET "pg_trgm.similarity_threshold" = '0.3'
 AS $$ resolve.resolve_mention_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.resolve_mention(text, text, text[], timestamptz, boolean) IS
-'Resolve one mention to an existing entity (name 0.5, co-occurrence 0.3, recency 0.2; threshold 0.6) or create one. resolve = false: exact case-insensitive match or a new entity spelled as given.';
+'Resolve one mention to an existing entity (name 0.5, co-occurrence 0.3, recency 0.2; threshold 0.6) or create one. resolve = false: exact case-insensitive match or a new entity spelled as given. A write: it records provenance and counts the mention (lookup_mention only looks).';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.lookup_mention(
+    bank_id text,
+    mention text,
+    nearby text[] DEFAULT '{}',
+    event_date timestamptz DEFAULT now()
+)
+RETURNS TABLE (
+    entity_id uuid,
+    canonical_name text,
+    score float8,
+    decision text
+)
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+AS $$ resolve.lookup_mention_sql $$;
+
+COMMENT ON FUNCTION {{ schema }}.lookup_mention(text, text, text[], timestamptz) IS
+'Read-only look-up: the entity resolve_mention would choose (decision resolved, alias or label), or NULL with '
+'decision new when it would create one. Writes nothing: no entity, provenance or statistics.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.explain_mention(
     bank_id text,

@@ -1,17 +1,46 @@
--- The write path: link → queue → flush.
+-- The write path: lock → link → queue → flush → forget.
 --
+-- * Every writer of a bank holds the bank lock in share mode until it
+--   commits (_lock_bank; an operator correction holds it exclusive), and a
+--   writer that creates entities also holds the bank's creation lock
+--   (plpython/locks.py explains why no deadlock comes from our own locks).
 -- * Linking a unit (a fact) to its entities inserts unit_entities rows and
 --   queues one co-occurrence increment per pair of its entities.
--- * Resolution queues the mention increments (resolver.py); nothing here
---   counts a mention again.
+-- * Resolution queues the mention increments and writes provenance
+--   (plpython/record.py); nothing here counts a mention again.
 -- * flush_stats applies the queue, aggregated, in sorted key order. By default
 --   every transaction that queued statistics applies its own rows at commit
 --   (a deferred constraint trigger on stats_queue), so a psql user sees exact
 --   statistics after COMMIT without knowing flush_stats exists;
 --   SET entity_resolver.flush_at_commit = off leaves them to a scheduled
 --   flush_stats (docs/write-path.md).
--- * The facts table resolves and links all rows of an INSERT statement in
---   one resolver call; DELETE removes the links.
+-- * Forgetting (DELETE FROM facts, forget_unit) removes a unit's provenance and
+--   links and queues their decrements; the flush recomputes the dates from
+--   the record and removes an entity left without a mention or link (unless
+--   an operator created or named it: curated).
+-- * The facts table resolves, links and records all rows of an INSERT
+--   statement, bank by bank, fact by fact in statement order.
+
+CREATE OR REPLACE FUNCTION {{ internal }}._lock_bank(bank_id text, exclusive boolean DEFAULT FALSE)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- The key of plpython/locks.py (BANK, hashtext(bank_id)); held until
+    -- the transaction ends.
+    IF exclusive THEN
+        PERFORM pg_advisory_xact_lock(1162018817, hashtext(_lock_bank.bank_id));
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(1162018817, hashtext(_lock_bank.bank_id));
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._lock_bank(text, boolean) IS
+'Internal: take a bank''s lock until the transaction ends: share for writers, exclusive for operator corrections.';
 
 -- ---------------------------------------------------------------------------
 -- Linking
@@ -31,10 +60,13 @@ AS $$
 DECLARE
     links_added integer;
 BEGIN
+    PERFORM _lock_bank(_link_units.bank_id);
     -- One statement for any number of units. The snapshot of unit_entities
     -- read below does not include the rows this statement adds, so a pair is
     -- counted once per unit whether its entities were linked now or earlier:
-    -- cooccurrence_count stays "number of units linked to both".
+    -- cooccurrence_count stays "number of units linked to both". A pair's
+    -- date in a unit is the later of its two links' dates, as rebuild_stats
+    -- derives it.
     WITH input AS (
         SELECT DISTINCT ON (i.unit_id, i.entity_id)
             i.unit_id,
@@ -64,7 +96,8 @@ BEGIN
         -- Every entity of a unit that gained a link: linked before, or now.
         SELECT
             ue.unit_id,
-            ue.entity_id
+            ue.entity_id,
+            ue.event_date
         FROM unit_entities AS ue
         WHERE
             ue.bank_id = _link_units.bank_id
@@ -72,29 +105,24 @@ BEGIN
         UNION ALL
         SELECT
             added.unit_id,
-            added.entity_id
+            added.entity_id,
+            added.event_date
         FROM added
     ),
 
     unit_pairs AS (
         -- Each pair with at least one newly linked side, once per unit.
-        SELECT DISTINCT
+        SELECT
             added.unit_id,
             least(added.entity_id, members.entity_id) AS entity_id_1,
-            greatest(added.entity_id, members.entity_id) AS entity_id_2
+            greatest(added.entity_id, members.entity_id) AS entity_id_2,
+            max(greatest(added.event_date, members.event_date)) AS event_date
         FROM added
         INNER JOIN members
             ON
                 added.unit_id = members.unit_id
                 AND added.entity_id <> members.entity_id
-    ),
-
-    unit_dates AS (
-        SELECT
-            added.unit_id,
-            max(added.event_date) AS event_date
-        FROM added
-        GROUP BY added.unit_id
+        GROUP BY 1, 2, 3
     ),
 
     -- A data-modifying WITH runs whether or not the main query reads it.
@@ -105,9 +133,8 @@ BEGIN
             unit_pairs.entity_id_1,
             unit_pairs.entity_id_2,
             count(*),
-            max(unit_dates.event_date)
+            max(unit_pairs.event_date)
         FROM unit_pairs
-        INNER JOIN unit_dates ON unit_pairs.unit_id = unit_dates.unit_id
         GROUP BY unit_pairs.entity_id_1, unit_pairs.entity_id_2
         ORDER BY unit_pairs.entity_id_1, unit_pairs.entity_id_2
     )
@@ -184,6 +211,199 @@ COMMENT ON FUNCTION {{ schema }}.link_unit(text, uuid, uuid[], timestamptz) IS
 -- Flushing the statistics queue
 -- ---------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_bank(
+    bank_id text,
+    own_transaction_only boolean,
+    OUT entities_updated bigint,
+    OUT pairs_updated bigint
+)
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _flush_bank.bank_id;
+    claim_ids bigint[];
+    e_ids uuid[];
+    e_increments bigint[];
+    e_dates timestamptz[];
+    e_earliest timestamptz[];
+    e_recompute boolean[];
+    p_ids_1 uuid[];
+    p_ids_2 uuid[];
+    p_increments bigint[];
+    p_dates timestamptz[];
+    p_recompute boolean[];
+    stale uuid[];
+BEGIN
+    PERFORM _lock_bank(b);
+    -- 1. Claim. Rows another flusher has locked are skipped, not waited for:
+    -- each committed row is applied by exactly one flusher, and flushers
+    -- never queue up behind each other on the queue.
+    IF own_transaction_only THEN
+        -- Rows of this transaction are invisible to everyone else.
+        SELECT array_agg(q.id) INTO claim_ids
+        FROM stats_queue AS q
+        WHERE q.txid = pg_current_xact_id() AND q.bank_id = b;
+    ELSE
+        SELECT array_agg(s.id) INTO claim_ids
+        FROM (
+            SELECT q.id FROM stats_queue AS q WHERE q.bank_id = b
+            FOR UPDATE SKIP LOCKED
+        ) AS s;
+    END IF;
+    entities_updated := 0;
+    pairs_updated := 0;
+    IF claim_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    -- 2. Delete what was claimed and aggregate it per entity and per pair.
+    -- Counts add up (a forgotten mention is a negative increment); dates move
+    -- forward, unless something was forgotten: then they are recomputed from
+    -- the record (step 5).
+    WITH claimed AS (
+        DELETE FROM stats_queue AS q
+        WHERE q.bank_id = b AND q.id = ANY(claim_ids)
+        RETURNING q.entity_id, q.entity_id_2, q.increment, q.event_date, q.earliest, q.recompute
+    ),
+
+    totals AS (
+        SELECT
+            claimed.entity_id,
+            claimed.entity_id_2,
+            sum(claimed.increment)::bigint AS increment,
+            max(claimed.event_date) AS event_date,
+            min(claimed.earliest) AS earliest,
+            bool_or(claimed.recompute) AS recompute
+        FROM claimed
+        GROUP BY claimed.entity_id, claimed.entity_id_2
+    )
+
+    SELECT
+        array_agg(t.entity_id ORDER BY t.entity_id) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.increment ORDER BY t.entity_id) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.event_date ORDER BY t.entity_id) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.earliest ORDER BY t.entity_id) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.recompute ORDER BY t.entity_id) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.entity_id ORDER BY t.entity_id, t.entity_id_2) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.entity_id_2 ORDER BY t.entity_id, t.entity_id_2) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.increment ORDER BY t.entity_id, t.entity_id_2) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.event_date ORDER BY t.entity_id, t.entity_id_2) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.recompute ORDER BY t.entity_id, t.entity_id_2) FILTER (WHERE t.entity_id_2 IS NOT NULL)
+    INTO e_ids, e_increments, e_dates, e_earliest, e_recompute, p_ids_1, p_ids_2, p_increments, p_dates, p_recompute
+    FROM totals AS t;
+
+    -- 3. Entities: lock in sorted key order, then update. UPDATE ... FROM
+    -- locks rows in whatever order its join produces; two flushers doing
+    -- that could each hold a row the other waits for. FOR NO KEY UPDATE does
+    -- not block the FOR KEY SHARE of foreign-key checks, so writers linking
+    -- to these entities are never held up by a flush.
+    PERFORM 1
+    FROM entities AS e
+    WHERE e.bank_id = b AND e.id = ANY(e_ids)
+    ORDER BY e.id
+    FOR NO KEY UPDATE OF e;
+
+    UPDATE entities AS e
+    SET
+        mention_count = e.mention_count + u.increment,
+        last_seen = CASE WHEN u.recompute THEN e.last_seen ELSE greatest(e.last_seen, u.event_date) END,
+        first_seen = CASE WHEN u.recompute THEN e.first_seen ELSE least(e.first_seen, u.earliest) END
+    FROM unnest(e_ids, e_increments, e_dates, e_earliest, e_recompute)
+        AS u (id, increment, event_date, earliest, recompute)
+    WHERE e.bank_id = b AND e.id = u.id;
+    GET DIAGNOSTICS entities_updated = ROW_COUNT;
+
+    -- 4. Pairs, after all entities, in sorted key order: an INSERT processes
+    -- its rows in the order of its SELECT. A pair whose entity was deleted
+    -- since it was queued is dropped with it.
+    INSERT INTO entity_cooccurrences AS c (
+        bank_id, entity_id_1, entity_id_2, cooccurrence_count, last_cooccurred
+    )
+    SELECT
+        b,
+        u.entity_id_1,
+        u.entity_id_2,
+        u.increment,
+        u.event_date
+    FROM unnest(p_ids_1, p_ids_2, p_increments, p_dates)
+        AS u (entity_id_1, entity_id_2, increment, event_date)
+    WHERE
+        EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = u.entity_id_1)
+        AND EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = u.entity_id_2)
+    ORDER BY u.entity_id_1, u.entity_id_2
+    ON CONFLICT ON CONSTRAINT entity_cooccurrences_pkey DO UPDATE
+        SET
+            cooccurrence_count = c.cooccurrence_count + excluded.cooccurrence_count,
+            last_cooccurred = greatest(c.last_cooccurred, excluded.last_cooccurred);
+    GET DIAGNOSTICS pairs_updated = ROW_COUNT;
+
+    -- 5. Something was forgotten: the dates come from the record, read now
+    -- that the rows are locked (a writer cannot apply its own statistics to
+    -- them before this transaction ends, so nothing it adds is missed).
+    IF e_recompute IS NOT NULL AND TRUE = ANY(e_recompute) THEN
+        UPDATE entities AS e
+        SET
+            last_seen = d.last_seen,
+            first_seen = d.first_seen
+        FROM (
+            SELECT
+                u.id,
+                (SELECT max(m.event_date) FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = u.id) AS last_seen,
+                (SELECT min(m.event_date) FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = u.id) AS first_seen
+            FROM unnest(e_ids, e_recompute) AS u (id, recompute)
+            WHERE u.recompute
+        ) AS d
+        WHERE e.bank_id = b AND e.id = d.id;
+    END IF;
+    IF p_recompute IS NOT NULL AND TRUE = ANY(p_recompute) THEN
+        UPDATE entity_cooccurrences AS c
+        SET last_cooccurred = (
+            SELECT max(greatest(ua.event_date, ub.event_date))
+            FROM unit_entities AS ua
+            INNER JOIN unit_entities AS ub
+                ON ua.bank_id = ub.bank_id AND ua.unit_id = ub.unit_id AND ub.entity_id = c.entity_id_2
+            WHERE ua.bank_id = b AND ua.entity_id = c.entity_id_1
+        )
+        FROM unnest(p_ids_1, p_ids_2, p_recompute) AS u (entity_id_1, entity_id_2, recompute)
+        WHERE
+            u.recompute
+            AND c.bank_id = b AND c.entity_id_1 = u.entity_id_1 AND c.entity_id_2 = u.entity_id_2;
+    END IF;
+
+    -- 6. An entity nothing refers to any more (no mention, no link) goes,
+    -- with its pairs and aliases, unless an operator created or named it. One that another
+    -- transaction is linking to right now (its key-share lock) is in use:
+    -- it is skipped, not waited for.
+    IF e_recompute IS NOT NULL AND TRUE = ANY(e_recompute) THEN
+        SELECT array_agg(e.id) INTO stale
+        FROM (
+            SELECT e.id
+            FROM entities AS e
+            INNER JOIN unnest(e_ids, e_recompute) AS u (id, recompute) ON e.id = u.id AND u.recompute
+            WHERE
+                e.bank_id = b AND NOT e.curated
+                AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id)
+                AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = e.id)
+            ORDER BY e.id
+            FOR UPDATE OF e SKIP LOCKED
+        ) AS e;
+        IF stale IS NOT NULL THEN
+            DELETE FROM entities AS e
+            WHERE
+                e.bank_id = b AND e.id = ANY(stale)
+                AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id)
+                AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = e.id);
+        END IF;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_bank(text, boolean) IS
+'Internal: claim one bank''s queued statistics (all visible rows, or this transaction''s own), '
+'apply them aggregated in sorted key order; recompute dates and remove orphans after forgetting.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._flush_queue(
     bank_id text,
     own_transaction_only boolean,
@@ -195,124 +415,33 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    claim_banks text[];
-    claim_ids bigint[];
-    e_banks text[];
-    e_ids uuid[];
-    e_increments bigint[];
-    e_dates timestamptz[];
-    p_banks text[];
-    p_ids_1 uuid[];
-    p_ids_2 uuid[];
-    p_increments bigint[];
-    p_dates timestamptz[];
+    banks text[];
+    one text;
+    e bigint;
+    p bigint;
 BEGIN
-    -- 1. Claim. Rows another flusher has locked are skipped, not waited for:
-    -- each committed row is applied by exactly one flusher, and flushers
-    -- never queue up behind each other on the queue.
+    -- Bank by bank, in order: each bank's lock (share) is taken before its
+    -- rows are claimed, so an operator correction never sees a flush half done.
     IF own_transaction_only THEN
-        -- Rows of this transaction are invisible to everyone else.
-        SELECT array_agg(q.bank_id), array_agg(q.id)
-        INTO claim_banks, claim_ids
-        FROM stats_queue AS q
-        WHERE q.txid = pg_current_xact_id();
+        SELECT array_agg(DISTINCT q.bank_id ORDER BY q.bank_id) INTO banks
+        FROM stats_queue AS q WHERE q.txid = pg_current_xact_id();
+    ELSIF _flush_queue.bank_id IS NOT NULL THEN
+        banks := ARRAY[_flush_queue.bank_id];
     ELSE
-        SELECT array_agg(s.bank_id), array_agg(s.id)
-        INTO claim_banks, claim_ids
-        FROM (
-            SELECT q.bank_id, q.id
-            FROM stats_queue AS q
-            WHERE _flush_queue.bank_id IS NULL OR q.bank_id = _flush_queue.bank_id
-            FOR UPDATE SKIP LOCKED
-        ) AS s;
+        SELECT array_agg(DISTINCT q.bank_id ORDER BY q.bank_id) INTO banks FROM stats_queue AS q;
     END IF;
-    IF claim_ids IS NULL THEN
-        entities_updated := 0;
-        pairs_updated := 0;
-        RETURN;
-    END IF;
-
-    -- 2. Delete what was claimed and aggregate it per entity and per pair.
-    WITH claimed AS (
-        DELETE FROM stats_queue AS q
-        USING unnest(claim_banks, claim_ids) AS c (bank_id, id)
-        WHERE q.bank_id = c.bank_id AND q.id = c.id
-        RETURNING q.bank_id, q.entity_id, q.entity_id_2, q.increment, q.event_date
-    ),
-
-    totals AS (
-        SELECT
-            claimed.bank_id,
-            claimed.entity_id,
-            claimed.entity_id_2,
-            sum(claimed.increment)::bigint AS increment,
-            max(claimed.event_date) AS event_date
-        FROM claimed
-        GROUP BY claimed.bank_id, claimed.entity_id, claimed.entity_id_2
-    )
-
-    SELECT
-        array_agg(t.bank_id) FILTER (WHERE t.entity_id_2 IS NULL),
-        array_agg(t.entity_id) FILTER (WHERE t.entity_id_2 IS NULL),
-        array_agg(t.increment) FILTER (WHERE t.entity_id_2 IS NULL),
-        array_agg(t.event_date) FILTER (WHERE t.entity_id_2 IS NULL),
-        array_agg(t.bank_id) FILTER (WHERE t.entity_id_2 IS NOT NULL),
-        array_agg(t.entity_id) FILTER (WHERE t.entity_id_2 IS NOT NULL),
-        array_agg(t.entity_id_2) FILTER (WHERE t.entity_id_2 IS NOT NULL),
-        array_agg(t.increment) FILTER (WHERE t.entity_id_2 IS NOT NULL),
-        array_agg(t.event_date) FILTER (WHERE t.entity_id_2 IS NOT NULL)
-    INTO e_banks, e_ids, e_increments, e_dates, p_banks, p_ids_1, p_ids_2, p_increments, p_dates
-    FROM totals AS t;
-
-    -- 3. Entities: lock in sorted key order, then update. UPDATE ... FROM
-    -- locks rows in whatever order its join produces; two flushers doing
-    -- that could each hold a row the other waits for. FOR NO KEY UPDATE does
-    -- not block the FOR KEY SHARE of foreign-key checks, so writers linking
-    -- to these entities are never held up by a flush.
-    PERFORM 1
-    FROM entities AS e
-    INNER JOIN unnest(e_banks, e_ids) AS u (bank_id, id)
-        ON e.bank_id = u.bank_id AND e.id = u.id
-    ORDER BY e.bank_id, e.id
-    FOR NO KEY UPDATE OF e;
-
-    UPDATE entities AS e
-    SET
-        mention_count = e.mention_count + u.increment,
-        last_seen = greatest(e.last_seen, u.event_date)
-    FROM unnest(e_banks, e_ids, e_increments, e_dates) AS u (bank_id, id, increment, event_date)
-    WHERE e.bank_id = u.bank_id AND e.id = u.id;
-    GET DIAGNOSTICS entities_updated = ROW_COUNT;
-
-    -- 4. Pairs, after all entities, in sorted key order: an INSERT processes
-    -- its rows in the order of its SELECT. A pair whose entity was deleted
-    -- since it was queued is dropped with it.
-    INSERT INTO entity_cooccurrences AS c (
-        bank_id, entity_id_1, entity_id_2, cooccurrence_count, last_cooccurred
-    )
-    SELECT
-        u.bank_id,
-        u.entity_id_1,
-        u.entity_id_2,
-        u.increment,
-        u.event_date
-    FROM unnest(p_banks, p_ids_1, p_ids_2, p_increments, p_dates)
-        AS u (bank_id, entity_id_1, entity_id_2, increment, event_date)
-    WHERE
-        EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = u.bank_id AND e.id = u.entity_id_1)
-        AND EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = u.bank_id AND e.id = u.entity_id_2)
-    ORDER BY u.bank_id, u.entity_id_1, u.entity_id_2
-    ON CONFLICT ON CONSTRAINT entity_cooccurrences_pkey DO UPDATE
-        SET
-            cooccurrence_count = c.cooccurrence_count + excluded.cooccurrence_count,
-            last_cooccurred = greatest(c.last_cooccurred, excluded.last_cooccurred);
-    GET DIAGNOSTICS pairs_updated = ROW_COUNT;
+    entities_updated := 0;
+    pairs_updated := 0;
+    FOREACH one IN ARRAY coalesce(banks, '{}') LOOP
+        SELECT f.entities_updated, f.pairs_updated INTO e, p FROM _flush_bank(one, own_transaction_only) AS f;
+        entities_updated := entities_updated + e;
+        pairs_updated := pairs_updated + p;
+    END LOOP;
 END;
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._flush_queue(text, boolean) IS
-'Internal: claim queued statistics (all visible rows, or this transaction''s own), '
-'apply them aggregated in sorted key order.';
+'Internal: flush one bank or every bank with queued rows (or this transaction''s own rows), bank by bank.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.flush_stats(bank_id text DEFAULT NULL)
 RETURNS TABLE (entities_updated bigint, pairs_updated bigint)
@@ -419,6 +548,136 @@ COMMENT ON TRIGGER stats_queue_flush_at_commit ON {{ schema }}.stats_queue IS
 '(SET entity_resolver.flush_at_commit = off to leave them to flush_stats).';
 
 -- ---------------------------------------------------------------------------
+-- Units: retain, forgetting
+-- ---------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION {{ schema }}.retain(
+    bank_id text,
+    unit_id uuid,
+    mentions jsonb,
+    event_date timestamptz DEFAULT now()
+)
+RETURNS TABLE (
+    ord integer,
+    mention text,
+    entity_id uuid,
+    canonical_name text,
+    created boolean,
+    score float8,
+    decision text
+)
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+AS $$ facts.retain_sql $$;
+
+COMMENT ON FUNCTION {{ schema }}.retain(text, uuid, jsonb, timestamptz) IS
+'For facts kept in the caller''s own table: resolve one unit''s mentions (resolve_mentions format), link the unit and '
+'record provenance, in one call. Retaining the same unit again adds mentions to it. forget_unit undoes it.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._forget_units(bank_id text, unit_ids uuid[])
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _forget_units.bank_id;
+    n_mentions bigint;
+    n_links bigint;
+BEGIN
+    PERFORM _lock_bank(b);
+    -- What the units contributed goes: their provenance (one decrement per
+    -- entity) and their links (one decrement per pair and unit). The flush
+    -- recomputes the dates from what remains and removes an entity left
+    -- without a mention.
+    WITH gone AS (
+        DELETE FROM mentions AS m
+        WHERE m.bank_id = b AND m.unit_id = ANY(_forget_units.unit_ids)
+        RETURNING m.entity_id
+    ),
+
+    per_entity AS (
+        SELECT
+            gone.entity_id,
+            count(*) AS n
+        FROM gone
+        GROUP BY gone.entity_id
+    ),
+
+    queued AS (
+        INSERT INTO stats_queue (bank_id, entity_id, increment, recompute)
+        SELECT
+            b,
+            per_entity.entity_id,
+            -per_entity.n,
+            TRUE
+        FROM per_entity
+        ORDER BY per_entity.entity_id
+    )
+
+    SELECT coalesce(sum(per_entity.n), 0) INTO n_mentions FROM per_entity;
+
+    WITH unlinked AS (
+        DELETE FROM unit_entities AS ue
+        WHERE ue.bank_id = b AND ue.unit_id = ANY(_forget_units.unit_ids)
+        RETURNING ue.unit_id, ue.entity_id
+    ),
+
+    pairs AS (
+        SELECT
+            x.entity_id AS entity_id_1,
+            y.entity_id AS entity_id_2,
+            count(*) AS n
+        FROM unlinked AS x
+        INNER JOIN unlinked AS y ON x.unit_id = y.unit_id AND x.entity_id < y.entity_id
+        GROUP BY x.entity_id, y.entity_id
+    ),
+
+    queued AS (
+        INSERT INTO stats_queue (bank_id, entity_id, entity_id_2, increment, recompute)
+        SELECT
+            b,
+            pairs.entity_id_1,
+            pairs.entity_id_2,
+            -pairs.n,
+            TRUE
+        FROM pairs
+        ORDER BY pairs.entity_id_1, pairs.entity_id_2
+    )
+
+    SELECT count(*) INTO n_links FROM unlinked;
+    RETURN jsonb_build_object('mentions', n_mentions, 'links', n_links);
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._forget_units(text, uuid[]) IS
+'Internal: remove what units contributed (provenance, links) and queue the decrements.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.forget_unit(bank_id text, unit_id uuid)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    PERFORM check_bank_id(forget_unit.bank_id);
+    IF forget_unit.unit_id IS NULL THEN
+        RAISE EXCEPTION 'unit_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    RETURN _forget_units(forget_unit.bank_id, ARRAY[forget_unit.unit_id]);
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.forget_unit(text, uuid) IS
+'Forget a unit of retain or link_unit: its provenance, links, mention counts and co-occurrences go; dates are '
+'recomputed; an entity left without a mention or link is removed unless an operator created or named it. Returns counts.';
+
+-- ---------------------------------------------------------------------------
 -- The facts table
 -- ---------------------------------------------------------------------------
 
@@ -442,7 +701,24 @@ SET "pg_trgm.similarity_threshold" = '0.3'
 AS $$ facts.resolve_and_link_facts_sql $$;
 
 COMMENT ON FUNCTION {{ internal }}._resolve_and_link_facts(text[], text[], text[], text[]) IS
-'Internal: the facts trigger''s work (one resolver call per bank for all rows, then linking).';
+'Internal: the facts trigger''s work (the facts of each bank resolved in statement order, linked, recorded).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._restoring()
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- A restore of a pg_dump (psql or pg_restore) runs with row security off
+    -- and function bodies unchecked; an application session does not. The
+    -- dump carries the provenance, links and statistics of its facts.
+    SELECT current_setting('row_security') = 'off'
+        AND current_setting('check_function_bodies') = 'off'
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._restoring() IS
+'Internal: true in a session restoring a pg_dump, whose facts arrive already resolved.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._facts_resolve_and_link()
 RETURNS trigger
@@ -451,6 +727,9 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 BEGIN
+    IF _restoring() THEN
+        RETURN NULL;
+    END IF;
     PERFORM _resolve_and_link_facts(f.bank_ids, f.ids, f.mentions, f.event_dates)
     FROM (
         SELECT
@@ -465,8 +744,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._facts_resolve_and_link() IS
-'Internal trigger: resolve the mentions of all facts of an INSERT statement in one resolver call '
-'per bank and link each fact (facts.id is the unit id).';
+'Internal trigger: resolve, link and record the facts of an INSERT statement, bank by bank, in statement order '
+'(facts.id is the unit id).';
 
 DROP TRIGGER IF EXISTS facts_resolve_and_link ON {{ schema }}.facts;
 CREATE TRIGGER facts_resolve_and_link
@@ -476,66 +755,80 @@ FOR EACH STATEMENT
 EXECUTE FUNCTION {{ internal }}._facts_resolve_and_link();
 
 COMMENT ON TRIGGER facts_resolve_and_link ON {{ schema }}.facts IS
-'Statement-level: one resolver call per statement (per bank) for all inserted facts.';
+'Statement-level: resolve, link and record all inserted facts (bank by bank, in statement order).';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._facts_unlink()
+CREATE OR REPLACE FUNCTION {{ internal }}._facts_forget()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
+DECLARE
+    one record;
 BEGIN
-    -- Links go with the fact. Counts stay: mention_count and
-    -- cooccurrence_count count what was written, as in the reference
-    -- (docs/design.md §4.4; docs/write-path.md, "Deleting facts").
-    DELETE FROM unit_entities AS ue
-    USING old_facts AS o
-    WHERE ue.bank_id = o.bank_id AND ue.unit_id = o.id;
+    -- A deleted fact takes what it contributed with it (_forget_units).
+    FOR one IN
+        SELECT o.bank_id, array_agg(o.id ORDER BY o.id) AS ids
+        FROM old_facts AS o
+        GROUP BY o.bank_id
+        ORDER BY o.bank_id
+    LOOP
+        PERFORM _forget_units(one.bank_id, one.ids);
+    END LOOP;
     RETURN NULL;
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._facts_unlink() IS
-'Internal trigger: deleting facts deletes their unit_entities links (counts are kept).';
+COMMENT ON FUNCTION {{ internal }}._facts_forget() IS
+'Internal trigger: deleting facts forgets them: provenance, links, counts, co-occurrences; dates recomputed.';
 
 DROP TRIGGER IF EXISTS facts_unlink ON {{ schema }}.facts;
-CREATE TRIGGER facts_unlink
+DROP TRIGGER IF EXISTS facts_forget ON {{ schema }}.facts;
+CREATE TRIGGER facts_forget
 AFTER DELETE ON {{ schema }}.facts
 REFERENCING OLD TABLE AS old_facts
 FOR EACH STATEMENT
-EXECUTE FUNCTION {{ internal }}._facts_unlink();
+EXECUTE FUNCTION {{ internal }}._facts_forget();
 
-COMMENT ON TRIGGER facts_unlink ON {{ schema }}.facts IS
-'Statement-level: deleting facts deletes their links.';
+COMMENT ON TRIGGER facts_forget ON {{ schema }}.facts IS
+'Statement-level: deleting facts forgets what they contributed.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._facts_unlink_all()
+CREATE OR REPLACE FUNCTION {{ internal }}._facts_forget_all()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
+DECLARE
+    one record;
 BEGIN
     -- TRUNCATE fires no DELETE trigger; before it runs, the facts are still
-    -- there to say which links are theirs (units linked by link_unit from
-    -- the caller's own tables are kept).
-    DELETE FROM unit_entities AS ue
-    USING facts AS f
-    WHERE ue.bank_id = f.bank_id AND ue.unit_id = f.id;
+    -- there to say which units are theirs (units of retain and link_unit
+    -- from the caller's own tables are kept).
+    FOR one IN
+        SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids
+        FROM facts AS f
+        GROUP BY f.bank_id
+        ORDER BY f.bank_id
+    LOOP
+        PERFORM _forget_units(one.bank_id, one.ids);
+    END LOOP;
     RETURN NULL;
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._facts_unlink_all() IS
-'Internal trigger: TRUNCATE facts deletes the links of the facts (counts are kept).';
+COMMENT ON FUNCTION {{ internal }}._facts_forget_all() IS
+'Internal trigger: TRUNCATE facts forgets every fact first.';
 
 DROP TRIGGER IF EXISTS facts_unlink_all ON {{ schema }}.facts;
-CREATE TRIGGER facts_unlink_all
+DROP TRIGGER IF EXISTS facts_forget_all ON {{ schema }}.facts;
+CREATE TRIGGER facts_forget_all
 BEFORE TRUNCATE ON {{ schema }}.facts
 FOR EACH STATEMENT
-EXECUTE FUNCTION {{ internal }}._facts_unlink_all();
+EXECUTE FUNCTION {{ internal }}._facts_forget_all();
 
-COMMENT ON TRIGGER facts_unlink_all ON {{ schema }}.facts IS
-'Statement-level: TRUNCATE facts deletes the links of the facts.';
+COMMENT ON TRIGGER facts_forget_all ON {{ schema }}.facts IS
+'Statement-level: TRUNCATE facts forgets every fact first.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._facts_reject_relink()
 RETURNS trigger

@@ -16,12 +16,12 @@ SELECT
     (
         SELECT count(*)
         FROM {{ schema }}.entity_cooccurrences AS c
-        WHERE c.bank_id = e.bank_id AND c.entity_id_1 = e.id
+        WHERE c.bank_id = e.bank_id AND c.entity_id_1 = e.id AND c.cooccurrence_count > 0
     )
     + (
         SELECT count(*)
         FROM {{ schema }}.entity_cooccurrences AS c
-        WHERE c.bank_id = e.bank_id AND c.entity_id_2 = e.id
+        WHERE c.bank_id = e.bank_id AND c.entity_id_2 = e.id AND c.cooccurrence_count > 0
     ) AS degree,
     e.first_seen,
     e.last_seen
@@ -59,6 +59,7 @@ INNER JOIN {{ schema }}.entities AS e1
     ON c.bank_id = e1.bank_id AND c.entity_id_1 = e1.id
 INNER JOIN {{ schema }}.entities AS e2
     ON c.bank_id = e2.bank_id AND c.entity_id_2 = e2.id
+WHERE c.cooccurrence_count > 0
 UNION ALL
 SELECT
     c.bank_id,
@@ -72,7 +73,8 @@ FROM {{ schema }}.entity_cooccurrences AS c
 INNER JOIN {{ schema }}.entities AS e1
     ON c.bank_id = e1.bank_id AND c.entity_id_1 = e1.id
 INNER JOIN {{ schema }}.entities AS e2
-    ON c.bank_id = e2.bank_id AND c.entity_id_2 = e2.id;
+    ON c.bank_id = e2.bank_id AND c.entity_id_2 = e2.id
+WHERE c.cooccurrence_count > 0;
 
 COMMENT ON VIEW {{ schema }}.entity_neighbors IS
 'The co-occurrence graph from each side: every pair twice, so WHERE entity_name = ... lists a neighbourhood.';

@@ -241,6 +241,11 @@ BEGIN
     --   banks: created on first use; configure_bank / set_entity_labels.
     --   entities: created by resolution; statistics applied by flushing;
     --     metadata belongs to the application. Names are never renamed.
+    --     An entity nothing refers to (no mention, no link) is deleted by
+    --     the flush (a restrictive policy lets these roles delete no other).
+    --   mentions: provenance, written by resolution, deleted by forgetting.
+    --   entity_aliases, entity_forwards, operations: read by resolution;
+    --     written by operator corrections only.
     --   stats_queue: queued by resolution and linking, claimed (FOR UPDATE,
     --     which needs an UPDATE privilege: queued_at, harmless) and deleted
     --     by flushing.
@@ -250,11 +255,15 @@ BEGIN
         FROM (
             VALUES
             ('banks', 'SELECT, INSERT, UPDATE (settings, entity_labels)'),
-            ('entities', 'SELECT, INSERT, UPDATE (mention_count, last_seen, metadata)'),
+            ('entities', 'SELECT, INSERT, DELETE, UPDATE (mention_count, first_seen, last_seen, metadata)'),
             ('unit_entities', 'SELECT, INSERT, DELETE'),
             ('entity_cooccurrences', 'SELECT, INSERT, UPDATE (cooccurrence_count, last_cooccurred)'),
             ('stats_queue', 'SELECT, INSERT, DELETE, UPDATE (queued_at)'),
-            ('facts', 'SELECT, INSERT, DELETE, UPDATE (content)'),
+            ('facts', 'SELECT, INSERT, DELETE, UPDATE (content, fact_id)'),
+            ('mentions', 'SELECT, INSERT, DELETE'),
+            ('entity_aliases', 'SELECT'),
+            ('entity_forwards', 'SELECT'),
+            ('operations', 'SELECT'),
             ('plpython_modules', 'SELECT'),
             ('schema_migrations', 'SELECT')
         ) AS t (tbl, privileges)
@@ -353,6 +362,30 @@ BEGIN
             END IF;
         END IF;
     END LOOP;
+
+    -- The usage roles delete entities only as the flush does: one left
+    -- without a mention and not curated. Restrictive: it narrows every
+    -- permissive policy above instead of widening one.
+    marker := format('entity_resolver orphans only v2 (%s, %s)', everything, bank_user);
+    IF NOT EXISTS (
+        SELECT 1
+        FROM pg_policy AS p
+        WHERE
+            p.polrelid = format('%I.entities', s)::regclass
+            AND p.polname = 'orphans_only'
+            AND obj_description(p.oid, 'pg_policy') = marker
+    ) THEN
+        EXECUTE format('DROP POLICY IF EXISTS orphans_only ON %I.entities', s);
+        EXECUTE format(
+            'CREATE POLICY orphans_only ON %I.entities AS RESTRICTIVE FOR DELETE TO %s'
+            ' USING (NOT curated AND NOT EXISTS (SELECT 1 FROM %I.mentions AS m'
+            ' WHERE m.bank_id = entities.bank_id AND m.entity_id = entities.id)'
+            ' AND NOT EXISTS (SELECT 1 FROM %I.unit_entities AS ue'
+            ' WHERE ue.bank_id = entities.bank_id AND ue.entity_id = entities.id))',
+            s, both_roles, s, s
+        );
+        EXECUTE format('COMMENT ON POLICY orphans_only ON %I.entities IS %L', s, marker);
+    END IF;
 END;
 $$;
 

@@ -34,9 +34,11 @@ traceback.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -94,14 +96,23 @@ def sql_sources(base: Optional[Path] = None) -> List[Tuple[str, str]]:
     return [(p.name, p.read_text(encoding="utf-8")) for p in sorted((base / "sql").glob("*.sql"))]
 
 
-def _imports(source: str) -> List[str]:
+# CPython 3.11's parser is not thread-safe ("AST constructor recursion depth
+# mismatch" when two threads parse at once, e.g. two installs in one process).
+_PARSE_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=256)
+def _imports(source: str) -> Tuple[str, ...]:
+    """The top-level module names ``source`` imports."""
+    with _PARSE_LOCK:
+        tree = ast.parse(source)
     names = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module.split(".")[0])
-    return names
+    return tuple(names)
 
 
 def module_sources(base: Optional[Path] = None) -> List[Tuple[str, str]]:

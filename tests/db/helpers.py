@@ -57,9 +57,10 @@ def insert_facts(conn: psycopg.Connection, bank_id: str, facts: list[list], even
 
 
 def spy_on_resolver(conn: psycopg.Connection) -> Callable[[], list]:
-    """Wrap resolver.resolve_items in this session; return a reader of its calls.
+    """Wrap resolve.resolve_call in this session; return a reader of its calls.
 
-    Each call is recorded as {"bank_id", "items"}; the real resolver still runs.
+    Each call is recorded as {"bank_id", "items"} (the items of all its facts,
+    in order); the real resolver still runs.
     """
     key = "entity_resolver:" + code_version(SCHEMA)
     conn.execute(
@@ -68,13 +69,13 @@ def spy_on_resolver(conn: psycopg.Connection) -> Callable[[], list]:
         "if key not in GD:\n"
         "    plpy.execute(plpy.prepare('SELECT entity_resolver_internal._load_modules($1)', ['text']), [key])\n"
         "R = GD[key]['resolve']\n"
-        "real = getattr(R, '_spied', None) or R.resolve_items\n"
+        "real = getattr(R, '_spied', None) or R.resolve_call\n"
         "R._spied = real\n"
         "calls = GD['write_path_test_calls'] = []\n"
-        "def spy(plpy, bank_id, items, default_event_date):\n"
-        "    calls.append({'bank_id': bank_id, 'items': [dict(i) for i in items]})\n"
-        "    return real(plpy, bank_id, items, default_event_date)\n"
-        "R.resolve_items = spy\n"
+        "def spy(plpy, bank_id, facts, default_event_date, **kw):\n"
+        "    calls.append({'bank_id': bank_id, 'items': [dict(i) for f in facts for i in f.items]})\n"
+        "    return real(plpy, bank_id, facts, default_event_date, **kw)\n"
+        "R.resolve_call = spy\n"
         "$$ LANGUAGE plpython3u"
     )
     conn.execute(

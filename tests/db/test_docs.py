@@ -118,7 +118,10 @@ def test_the_settings_table_lists_every_setting_with_its_default(conn, page):
     rows = settings_table(page)
     assert set(rows) == set(effective)
     for key, (default, _) in rows.items():
-        assert float(default) == pytest.approx(effective[key]), key
+        if default in ("true", "false"):
+            assert effective[key] is (default == "true"), key
+        else:
+            assert float(default) == pytest.approx(effective[key]), key
 
 
 def _configure(conn, key, value):
@@ -130,6 +133,11 @@ def _configure(conn, key, value):
 def test_the_settings_table_gives_each_range_exactly(conn, page):
     # "0–1" and "1–10000" include both ends; "> 0, ≤ 36500" excludes 0.
     for key, (_, bounds) in settings_table(page).items():
+        if bounds == "true/false":
+            assert _configure(conn, key, True) is True and _configure(conn, key, False) is False, (page, key)
+            with pytest.raises(psycopg.errors.InvalidParameterValue):
+                _configure(conn, key, 1)
+            continue
         closed = re.fullmatch(r"(\d+)–(\d+)", bounds)
         half_open = re.fullmatch(r"> (\d+), ≤ (\d+)", bounds)
         assert closed or half_open, f"{page}: range of {key} reads {bounds!r}"

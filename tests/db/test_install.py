@@ -69,7 +69,10 @@ def test_install_creates_the_spec_tables_with_their_columns(empty_db):
         "bank_id": "text", "id": "uuid", "canonical_name": "text", "entity_kind": "text",
         "mention_count": "bigint", "first_seen": "timestamp with time zone",
         "last_seen": "timestamp with time zone", "metadata": "jsonb",
+        "curated": "boolean", "entity_type": "text",
     }
+    assert set(columns(conn, "entity_resolver", "mentions")) == {
+        "bank_id", "unit_id", "ordinal", "mention", "entity_id", "decision", "score", "event_date", "decided_at"}
     assert set(columns(conn, "entity_resolver", "entity_cooccurrences")) == {
         "bank_id", "entity_id_1", "entity_id_2", "cooccurrence_count", "last_cooccurred"}
     assert {"bank_id", "unit_id", "entity_id"} <= set(columns(conn, "entity_resolver", "unit_entities"))

@@ -67,6 +67,15 @@ def banks(conn):
         conn.execute(f"INSERT INTO {ER}.facts (bank_id, content, mentions)"
                      " SELECT %s, 'fact', m FROM jsonb_array_elements(%s::jsonb) AS m",
                      (bank, json.dumps(facts)))
+        # What operator corrections write, so every table holds rows of both banks.
+        conn.execute(f"INSERT INTO {ER}.entity_aliases (bank_id, alias, entity_id, source)"
+                     f" SELECT bank_id, canonical_name || ' (alias)', id, 'operator' FROM {ER}.entities"
+                     " WHERE bank_id = %s LIMIT 1", (bank,))
+        conn.execute(f"INSERT INTO {ER}.entity_forwards (bank_id, old_id, new_id, operation_id)"
+                     f" SELECT bank_id, gen_random_uuid(), id, 1 FROM {ER}.entities WHERE bank_id = %s LIMIT 1",
+                     (bank,))
+        conn.execute(f"INSERT INTO {ER}.operations (bank_id, kind, entity_ids, plan, before_image)"
+                     " VALUES (%s, 'add_alias', '{}', '{}', '{}')", (bank,))
     conn.execute("SET entity_resolver.flush_at_commit = off")
     conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) VALUES ('B', '[\"Oslo\", \"Bergen\"]')")
     conn.execute("RESET entity_resolver.flush_at_commit")
@@ -181,6 +190,15 @@ def test_a_bank_user_cannot_write_another_bank_through_any_table(banks, roles, c
         "stats_queue": ("INSERT INTO {}.stats_queue (bank_id, entity_id, increment) VALUES ('B', %s, 100)",
                         (b_entity,)),
         "facts": ("INSERT INTO {}.facts (bank_id, mentions) VALUES ('B', '[]')", ()),
+        "mentions": ("INSERT INTO {}.mentions (bank_id, unit_id, ordinal, mention, entity_id, decision)"
+                     " VALUES ('B', %s, 1, 'x', %s, 'resolved')", (uuid.uuid4(), b_entity)),
+        # Written by operator corrections only: no privilege at all.
+        "entity_aliases": ("INSERT INTO {}.entity_aliases (bank_id, alias, entity_id, source)"
+                           " VALUES ('B', 'x', %s, 'operator')", (b_entity,)),
+        "entity_forwards": ("INSERT INTO {}.entity_forwards (bank_id, old_id, new_id, operation_id)"
+                            " VALUES ('B', %s, %s, 1)", (uuid.uuid4(), b_entity)),
+        "operations": ("INSERT INTO {}.operations (bank_id, kind, entity_ids, plan, before_image)"
+                       " VALUES ('B', 'merge', '{{}}', '{{}}', '{{}}')", ()),
     }
     assert set(inserts) == set(bank_tables(banks)) - {"bank_roles", "entity_overview", "entity_neighbors"}
     for table, (statement, params) in inserts.items():
@@ -196,6 +214,8 @@ def test_a_bank_user_cannot_write_another_bank_through_any_table(banks, roles, c
         f"DELETE FROM {ER}.stats_queue WHERE bank_id = 'B'",
         f"DELETE FROM {ER}.unit_entities",
         f"DELETE FROM {ER}.stats_queue",
+        f"DELETE FROM {ER}.mentions WHERE bank_id = 'B'",
+        f"DELETE FROM {ER}.entities WHERE bank_id = 'B'",
     ]
     for statement in changes:
         a.execute(statement)                                # no error: B's rows are not there to touch

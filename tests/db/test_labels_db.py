@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import psycopg
+import pytest
+
 from bank_builders import NOW, Bank, bank, shared_conn  # noqa: F401 (fixtures)
 
 PEDAGOGY = {"key": "pedagogy", "type": "value", "description": "Teaching approach",
@@ -73,8 +76,19 @@ def test_a_regular_mention_is_never_merged_into_a_label_row(bank):
     assert bank.entity_row(result["entity_id"])["entity_kind"] == "regular"
 
 
-def test_an_undeclared_value_of_a_value_group_is_a_regular_name(bank):
+def test_an_undeclared_value_of_a_value_group_is_refused_naming_the_group(bank):
     bank.set_labels(LABELS)
+    bank.entity("pedagogy:scaffolding", kind="label", last_seen=NOW)
+
+    with pytest.raises(psycopg.errors.InvalidParameterValue,
+                       match='mention: "pedagogy:scafolding" is not a declared value of label group "pedagogy"'):
+        bank.resolve("pedagogy:scafolding")
+    assert bank.names() == ["pedagogy:scaffolding"]
+
+
+def test_a_bank_may_allow_undeclared_values_as_regular_names(bank):
+    bank.set_labels(LABELS)
+    bank.configure({"allow_undeclared_labels": True})
     bank.entity("pedagogy:scaffolding", kind="label", last_seen=NOW)
 
     result = bank.resolve("pedagogy:scafolding")

@@ -98,7 +98,8 @@ ELEMENT = st.one_of(
 MENTIONS = st.one_of(st.lists(ELEMENT, max_size=6), JSON)
 SETTINGS_KEYS = ["name_weight", "cooccurrence_weight", "recency_weight", "threshold", "recency_window_days",
                  "merge_min_similarity", "candidate_similarity", "max_candidates", "intrabatch_similarity",
-                 "intrabatch_max_names", "expansion_per_entity_limit"]
+                 "intrabatch_max_names", "expansion_per_entity_limit", "max_mentions_per_call",
+                 "max_mentions_per_fact", "max_nearby_per_mention", "allow_undeclared_labels"]
 SETTINGS = st.one_of(
     st.dictionaries(st.one_of(st.sampled_from(SETTINGS_KEYS), SHORT_TEXT), st.one_of(NUMBER, JSON), max_size=4),
     JSON,

@@ -388,7 +388,7 @@ def test_resolving_58_known_mentions_takes_as_many_statements_as_1(bank):
     bank.resolve_batch(mentions)
     many = statements_of_last_call(bank.conn)
 
-    assert one == many == 5  # bank, lowercase, candidates, partners, queue
+    assert one == many == 6  # bank, fold, exact names, candidates, context, write
 
 
 def test_a_batch_of_every_kind_takes_as_many_statements_at_58_mentions_as_at_5(bank):
@@ -411,5 +411,5 @@ def test_a_batch_of_every_kind_takes_as_many_statements_at_58_mentions_as_at_5(b
     bank.resolve_batch(batch(58))
     many = statements_of_last_call(bank.conn)
 
-    # bank, lowercase, exact names, candidates, partners, similar pairs, insert, queue
-    assert few == many == 8
+    # bank, fold, exact names, candidates, context, create, write
+    assert few == many == 7

@@ -13,7 +13,8 @@ DEFAULTS = {
     "name_weight": 0.5, "cooccurrence_weight": 0.3, "recency_weight": 0.2, "threshold": 0.6,
     "recency_window_days": 7, "merge_min_similarity": 0.3, "candidate_similarity": 0.3,
     "max_candidates": 200, "intrabatch_similarity": 0.5, "intrabatch_max_names": 250,
-    "expansion_per_entity_limit": 200,
+    "expansion_per_entity_limit": 200, "max_mentions_per_call": 10000, "max_mentions_per_fact": 1000,
+    "max_nearby_per_mention": 1000, "allow_undeclared_labels": False,
 }
 
 

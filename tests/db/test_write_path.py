@@ -159,13 +159,26 @@ def test_hostile_looking_names_are_stored_literally(conn):
 
 # -- deleting and updating facts -----------------------------------------------
 
-def test_deleting_a_fact_removes_its_links_and_keeps_counts(conn):
+def test_deleting_a_fact_forgets_its_links_counts_and_pairs(conn):
     ids = insert_facts(conn, "team", [["Acme", "Oslo"], ["Acme", "Oslo"]])
-    counts, pairs = mention_counts(conn, "team"), pair_counts(conn, "team")
     conn.execute("DELETE FROM entity_resolver.facts WHERE id = %s", (ids[0],))
     assert links(conn, "team") == {ids[1]: 2}
-    assert mention_counts(conn, "team") == counts == {"acme": 2, "oslo": 2}
-    assert pair_counts(conn, "team") == pairs == {("acme", "oslo"): 2}
+    assert mention_counts(conn, "team") == {"acme": 1, "oslo": 1}
+    assert pair_counts(conn, "team") == {("acme", "oslo"): 1}
+
+
+def test_deleting_the_last_fact_of_an_entity_removes_it(conn):
+    ids = insert_facts(conn, "team", [["Acme", "Oslo"], ["Acme"]])
+    conn.execute("DELETE FROM entity_resolver.facts WHERE id = %s", (ids[0],))
+    assert mention_counts(conn, "team") == {"acme": 1}
+    assert pair_counts(conn, "team") == {}
+
+
+def test_deleting_a_fact_moves_last_seen_back(conn):
+    insert_facts(conn, "team", [["Acme"]], event_date="2024-03-01")
+    later = insert_facts(conn, "team", [["Acme"]], event_date="2024-03-09")
+    conn.execute("DELETE FROM entity_resolver.facts WHERE id = %s", (later[0],))
+    assert conn.execute("SELECT last_seen::date::text FROM entity_resolver.entities").fetchone()[0] == "2024-03-01"
 
 
 def test_deleted_fact_is_no_longer_reached_by_expansion(conn):
@@ -176,12 +189,14 @@ def test_deleted_fact_is_no_longer_reached_by_expansion(conn):
     assert reached == [(ids[2],)]
 
 
-def test_truncate_removes_links_of_facts_and_keeps_link_unit_links(conn):
+def test_truncate_forgets_the_facts_and_keeps_link_unit_links(conn):
     ent = make_bank(conn, "team", ["Acme"])
     conn.execute("SELECT entity_resolver.link_unit('team', %s, %s::uuid[])", (uid(1), [ent["Acme"]]))
     insert_facts(conn, "team", [["Acme", "Oslo"]])
     conn.execute("TRUNCATE entity_resolver.facts")
     assert links(conn, "team") == {uid(1): 1}
+    # Oslo was only in the fact: nothing refers to it any more.
+    assert [r[0] for r in conn.execute("SELECT canonical_name FROM entity_resolver.entities")] == ["Acme"]
 
 
 def test_updating_the_mentions_of_a_fact_is_refused(conn):

@@ -19,13 +19,31 @@ def rejected(overrides, argument="settings"):
     return str(info.value)
 
 
+REFERENCE = ("name_weight", "cooccurrence_weight", "recency_weight", "threshold", "recency_window_days",
+             "merge_min_similarity", "candidate_similarity", "max_candidates", "intrabatch_similarity",
+             "intrabatch_max_names", "expansion_per_entity_limit")
+
+
 def test_defaults_are_the_reference_values():
-    assert DEFAULTS == {
+    assert {k: v for k, v in DEFAULTS.items() if k in REFERENCE} == {
         "name_weight": 0.5, "cooccurrence_weight": 0.3, "recency_weight": 0.2,
         "threshold": 0.6, "recency_window_days": 7, "merge_min_similarity": 0.3,
         "candidate_similarity": 0.3, "max_candidates": 200, "intrabatch_similarity": 0.5,
         "intrabatch_max_names": 250, "expansion_per_entity_limit": 200,
     }
+
+
+def test_limits_have_safe_defaults():
+    assert DEFAULTS["max_mentions_per_call"] == 10000
+    assert DEFAULTS["max_mentions_per_fact"] == 1000
+    assert DEFAULTS["max_nearby_per_mention"] == 1000
+    assert DEFAULTS["allow_undeclared_labels"] is False
+
+
+def test_a_flag_setting_takes_only_true_or_false():
+    assert validate_settings({"allow_undeclared_labels": True}) == {"allow_undeclared_labels": True}
+    with pytest.raises(InputError, match='"allow_undeclared_labels" must be true or false, got number 1'):
+        validate_settings({"allow_undeclared_labels": 1})
 
 
 def test_no_overrides_gives_the_defaults():

@@ -1,0 +1,138 @@
+"""What the earlier facts of a call did, as later facts of the same call must see it.
+
+A call resolves its facts in order (the rows of an INSERT, as the caller
+wrote them). The bank is read once, before the first fact; this state holds
+everything the call has decided since: the entities it created (with their
+trigrams, so a later mention can find them as pg_trgm would), the event dates
+it added to entities, the pairs its facts formed, and the rows to write at the
+end. A later fact's candidates, recency and co-occurrence are the bank's
+combined with this state, so a statement of many facts decides exactly as one
+statement per fact would. Pure: no database.
+"""
+
+import uuid
+from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
+
+import trigrams
+from scoring import Candidate
+
+
+class Entity(NamedTuple):
+    """An entity the call created (its id provisional until written)."""
+
+    id: str
+    key: str
+    name: str
+    kind: str
+    type: Optional[str]
+
+
+def pair(a: str, b: str) -> Tuple[str, str]:
+    """An unordered pair as the bank stores it: the smaller id first (uuid order = text order)."""
+    return (a, b) if a < b else (b, a)
+
+
+class CallState:
+    """The overlay of one call (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.created: Dict[str, Entity] = {}          # key -> entity created by the call
+        self.by_id: Dict[str, Entity] = {}
+        self.reach = trigrams.Reach()                 # created regular keys, by trigram
+        self.latest: Dict[str, float] = {}            # entity id -> latest event epoch of the call
+        self.earliest: Dict[str, float] = {}
+        self.neighbours: Dict[str, Set[str]] = {}     # entity id -> partners the call added
+        self.pairs: Dict[Tuple[str, str], int] = {}   # pairs the call's units formed
+        self.first_dates: Dict[str, Tuple[Optional[float], Optional[str]]] = {}
+        self.provenance: List[Tuple[Any, ...]] = []   # (unit, ordinal, text, entity, decision, score, date)
+        self.links: List[Tuple[str, str, Optional[str]]] = []   # (unit, entity, date)
+        self.mentions: Dict[str, List[Any]] = {}      # entity -> [count, latest epoch, date, earliest epoch, date]
+        self.seen_names: Dict[str, str] = {}          # lowered name -> id of every entity met in the call
+        self.lost: Set[str] = set()                   # provisional ids another session's entity replaced
+
+    # -- entities ----------------------------------------------------------------
+
+    def create(self, key: str, name: str, kind: str, etype: Optional[str], tri: Optional[FrozenSet[str]],
+               epoch: Optional[float], date: Optional[str]) -> Entity:
+        """Register a new entity (a fresh id) and make it findable by later facts."""
+        ent = Entity(str(uuid.uuid4()), key, name, kind, etype)
+        self.created[key] = ent
+        self.by_id[ent.id] = ent
+        self.seen_names[key] = ent.id
+        self.first_dates[ent.id] = (epoch, date)
+        if kind != "label" and tri is not None:
+            # Label rows are never fuzzy candidates.
+            self.reach.add(key, tri)
+        return ent
+
+    def created_candidates(self, tri: FrozenSet[str], threshold: float) -> List[Candidate]:
+        """Entities the call created whose similarity to a key reaches the probe threshold."""
+        out = []
+        for key, sim in self.reach.within(tri, threshold):
+            ent = self.created[key]
+            out.append(Candidate(ent.id, key, sim, None, entity_type=ent.type))
+        return out
+
+    def is_new(self, entity_id: str) -> bool:
+        return entity_id in self.by_id
+
+    # -- statistics --------------------------------------------------------------
+
+    def last_seen_epoch(self, entity_id: str) -> Optional[float]:
+        return self.latest.get(entity_id)
+
+    def partners_of(self, entity_id: str) -> Set[str]:
+        return self.neighbours.get(entity_id, set())
+
+    def record_mention(self, entity_id: str, epoch: Optional[float], date: Optional[str]) -> None:
+        entry = self.mentions.setdefault(entity_id, [0, None, None, None, None])
+        entry[0] += 1
+        if epoch is not None:
+            if entry[1] is None or epoch > entry[1]:
+                entry[1], entry[2] = epoch, date
+            if entry[3] is None or epoch < entry[3]:
+                entry[3], entry[4] = epoch, date
+            if entity_id not in self.latest or epoch > self.latest[entity_id]:
+                self.latest[entity_id] = epoch
+
+    def record_unit(self, unit_id: str, entity_ids: List[str], date: Optional[str],
+                    members: Tuple[str, ...] = ()) -> None:
+        """Link a unit to its entities; each pair with a newly linked side counts once."""
+        old = set(members)
+        new = [e for e in dict.fromkeys(entity_ids) if e not in old]
+        for e in new:
+            self.links.append((unit_id, e, date))
+        everyone = list(old) + new
+        for i, a in enumerate(everyone):
+            for b in everyone[i + 1:]:
+                if a in old and b in old:
+                    continue
+                p = pair(a, b)
+                self.pairs[p] = self.pairs.get(p, 0) + 1
+                self.neighbours.setdefault(a, set()).add(b)
+                self.neighbours.setdefault(b, set()).add(a)
+
+    # -- writing -----------------------------------------------------------------
+
+    def remap(self, mapping: Dict[str, str]) -> None:
+        """Replace provisional ids that lost a race to another session's entity."""
+        if not mapping:
+            return
+        self.lost.update(mapping)
+        # Another session created the name first: these mentions found it.
+        self.provenance = [row[:3] + (mapping[row[3]], "resolved" if row[4] == "created" else row[4]) + row[5:]
+                           if row[3] in mapping else row for row in self.provenance]
+        self.links = [(u, mapping.get(e, e), d) for u, e, d in self.links]
+        merged: Dict[str, List[Any]] = {}
+        for e, entry in self.mentions.items():
+            target = mapping.get(e, e)
+            into = merged.get(target)
+            if into is None:
+                merged[target] = list(entry)
+                continue
+            into[0] += entry[0]
+            if entry[1] is not None and (into[1] is None or entry[1] > into[1]):
+                into[1], into[2] = entry[1], entry[2]
+            if entry[3] is not None and (into[3] is None or entry[3] < into[3]):
+                into[3], into[4] = entry[3], entry[4]
+        self.mentions = merged

@@ -1,0 +1,103 @@
+"""Writing what a call decided: new entities, then provenance, links and queued statistics.
+
+Two statements, whatever the number of facts:
+
+1. the new entities, under the bank's creation lock (locks.py), in
+   lower(name) order; a name another session committed since the probe wins
+   the race, and the call's rows take that entity instead (remap);
+2. one row of provenance per mention, the mention increments queued per
+   entity (count, latest and earliest event date), and the units linked
+   (_link_units queues one pair increment per unit sharing a pair).
+"""
+
+from typing import Dict, List, Optional
+
+import db
+import locks
+from callstate import CallState, Entity
+
+SQL_CREATE = """
+WITH lock AS (SELECT pg_advisory_xact_lock(%d, hashtext($1)))
+INSERT INTO entities (bank_id, id, canonical_name, entity_kind, entity_type, first_seen, last_seen)
+SELECT $1, r.id, r.name, r.kind, r.type, r.first_seen, r.first_seen
+  FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+       AS r (id, name, kind, type, first_seen),
+       (SELECT count(*) FROM lock) AS locked
+ ORDER BY lower(r.name)
+ON CONFLICT (bank_id, lower(canonical_name)) DO NOTHING
+RETURNING id::text AS id
+""" % locks.CREATION
+
+SQL_TAKEN = """
+SELECT lower(canonical_name) AS key, id::text AS id
+  FROM entities
+ WHERE bank_id = $1 AND lower(canonical_name) = ANY ($2::text[])
+"""
+
+SQL_WRITE = """
+WITH provenance AS (
+    INSERT INTO mentions (bank_id, unit_id, ordinal, mention, entity_id, decision, score, event_date)
+    SELECT $1, p.unit_id, p.ordinal, p.mention, p.entity_id, p.decision, p.score, p.event_date
+      FROM unnest($2::uuid[], $3::int[], $4::text[], $5::uuid[], $6::text[], $7::float8[], $8::timestamptz[])
+           AS p (unit_id, ordinal, mention, entity_id, decision, score, event_date)
+),
+queued AS (
+    INSERT INTO stats_queue (bank_id, entity_id, increment, event_date, earliest)
+    SELECT $1, q.entity_id, q.n, q.latest, q.earliest
+      FROM unnest($9::uuid[], $10::bigint[], $11::timestamptz[], $12::timestamptz[])
+           AS q (entity_id, n, latest, earliest)
+     ORDER BY q.entity_id
+)
+SELECT CASE WHEN cardinality($13::uuid[]) > 0 THEN _link_units($1, $13, $14, $15) ELSE 0 END AS links
+"""
+
+
+def create_entities(plpy, bank_id: str, state: CallState) -> None:
+    """Insert the call's new entities; remap the ones another session created first."""
+    if not state.created:
+        return
+    ents: List[Entity] = sorted(state.created.values(), key=lambda e: e.key)
+    dates = [state.first_dates[e.id][1] for e in ents]
+    inserted = {r["id"] for r in db.run(
+        plpy, "create", SQL_CREATE, ["text", "uuid[]", "text[]", "text[]", "text[]", "timestamptz[]"],
+        [bank_id, [e.id for e in ents], [e.name for e in ents], [e.kind for e in ents],
+         [e.type for e in ents], dates])}
+    lost = [e for e in ents if e.id not in inserted]
+    if not lost:
+        return
+    taken = {r["key"]: r["id"] for r in db.run(plpy, "taken", SQL_TAKEN, ["text", "text[]"],
+                                                [bank_id, [e.key for e in lost]])}
+    state.remap({e.id: taken[e.key] for e in lost if e.key in taken})
+
+
+def write(plpy, bank_id: str, state: CallState) -> None:
+    """Provenance, queued mention statistics and links, in one statement."""
+    prov = state.provenance
+    ids = sorted(state.mentions)
+    counts = [state.mentions[e] for e in ids]
+    links = state.links
+    db.run(plpy, "write", SQL_WRITE,
+           ["text", "uuid[]", "int[]", "text[]", "uuid[]", "text[]", "float8[]", "timestamptz[]",
+            "uuid[]", "bigint[]", "timestamptz[]", "timestamptz[]", "uuid[]", "uuid[]", "timestamptz[]"],
+           [bank_id,
+            [r[0] for r in prov], [r[1] for r in prov], [r[2] for r in prov], [r[3] for r in prov],
+            [r[4] for r in prov], [r[5] for r in prov], [r[6] for r in prov],
+            ids, [c[0] for c in counts], [c[2] for c in counts], [c[4] for c in counts],
+            [u for u, _, _ in links], [e for _, e, _ in links], [d for _, _, d in links]])
+
+
+def persist(plpy, bank_id: str, state: CallState) -> Optional[Exception]:
+    """Write everything, or nothing: returns the SQL error of a lost race (entity gone), else None.
+
+    An entity chosen by the call may have been deleted since the probe by a
+    session that committed in between (a merge, or the forgetting of its last
+    mention): the foreign keys refuse the rows. The caller then decides
+    again, against the bank as it is now.
+    """
+    with db.attempt(plpy) as outcome:
+        create_entities(plpy, bank_id, state)
+        write(plpy, bank_id, state)
+    error = outcome.error
+    if error is not None and getattr(error, "sqlstate", None) != "23503":
+        raise error
+    return error
