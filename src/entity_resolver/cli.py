@@ -6,12 +6,31 @@ reused) under a data directory it names, running as an unprivileged OS user
 when we are root, with entity_resolver installed in its ``entity_resolver``
 database. ``entity-resolver db stop`` stops it.
 
+Commands that need entity_resolver installed check the installed version with
+one catalog read (no locks). On the embedded cluster they install or upgrade
+only when it differs from this package's; with ``--dsn`` they never install
+(``entity-resolver install`` does, as a superuser).
+
 Output is a table for people and, with ``--json``, JSON on stdout for scripts.
-Errors are one line on stderr (``error: SQLSTATE: message``) and exit status 1.
+Errors are one line on stderr (``error: SQLSTATE: message``); with ``--json``
+also a JSON object on stdout with the SQLSTATE and the kind of error. The exit
+status tells the kinds apart:
+
+* 0: done;
+* 1: a data error: the input (a line of a file, an argument, a bank that does
+  not exist) is wrong; fix it and run again;
+* 2: a usage error: the command line itself (an unknown option, a value not
+  among the choices);
+* 3: a systemic error: the database, the role or the connection (permission
+  denied, cannot connect, entity_resolver not installed, read-only, disk
+  full, ...); the input may be fine;
+* 130: interrupted.
 """
 
 from __future__ import annotations
 
+import difflib
+import enum
 import functools
 import json
 import sys
@@ -30,10 +49,17 @@ from entity_resolver import __version__
 from entity_resolver import importer as importer_mod
 from entity_resolver.client import Client, dumps, to_jsonable
 from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
-from entity_resolver.install import InstallError, install, installed_version
+from entity_resolver.install import (InstallError, code_version, install, installed_code_version,
+                                     installed_version, is_current)
 from entity_resolver.render import entities_table, explain_table, fmt, new_table, verdict
 
 EMBEDDED_DB = "entity_resolver"
+
+# Exit statuses (see the module docstring); 2 is click's, for usage errors.
+EXIT_DATA = 1       # the input is wrong
+EXIT_SYSTEMIC = 3   # the database, the role or the connection
+EXIT_INTERRUPTED = 130
+SYSTEMIC = "a systemic error, not a problem of the input"
 
 app = typer.Typer(
     name="entity-resolver",
@@ -76,7 +102,11 @@ def _err() -> Console:
 
 
 class CliError(Exception):
-    """A failure to report as one line."""
+    """A data error to report as one line (exit status 1)."""
+
+
+class SystemicError(CliError):
+    """A failure of the database, the role or the environment (exit status 3)."""
 
 
 def _db_error(exc: psycopg.Error) -> Tuple[str, Optional[str]]:
@@ -92,27 +122,44 @@ def _db_error(exc: psycopg.Error) -> Tuple[str, Optional[str]]:
     return msg, exc.sqlstate
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def _handled(fn: Callable) -> Callable:
-    """Turn every expected failure into one line on stderr and exit status 1."""
+    """Turn every expected failure into one line on stderr and its exit status (module docstring)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         as_json = bool(kwargs.get("as_json"))
         sqlstate = None
+        extra: Dict[str, Any] = {}
         try:
             return fn(*args, **kwargs)
         except psycopg.Error as exc:
             msg, sqlstate = _db_error(exc)
-        except (CliError, InstallError, EmbeddedError, importer_mod.ImportFailed, ValueError, OSError) as exc:
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            systemic = not importer_mod.is_data_error(exc)
+        except importer_mod.ImportFailed as exc:
+            msg, sqlstate, systemic = _first_line(exc), exc.sqlstate, exc.systemic
+            extra = {"facts_imported": exc.imported, "bad_lines": [b.as_dict() for b in exc.bad]}
+        except (SystemicError, InstallError, EmbeddedError) as exc:
+            msg, systemic = _first_line(exc), True
+        except (CliError, ValueError, FileNotFoundError, IsADirectoryError) as exc:
+            msg, systemic = _first_line(exc), False
+        except OSError as exc:
+            msg, systemic = _first_line(exc), True
         except KeyboardInterrupt:
             _err().print("interrupted")
-            raise typer.Exit(130)
-        line = f"error: {sqlstate}: {msg}" if sqlstate else f"error: {msg}"
-        _err().print(Text(line, style="red"))
+            raise typer.Exit(EXIT_INTERRUPTED)
+        if systemic and SYSTEMIC not in msg:
+            msg += f" ({SYSTEMIC})"
+        line = f"error: {sqlstate}: {msg}" if sqlstate and not msg.startswith(sqlstate) else f"error: {msg}"
+        _err().print(Text(line, style="red"), soft_wrap=True)   # one line, however long
+        code = EXIT_SYSTEMIC if systemic else EXIT_DATA
         if as_json:
-            print(json.dumps({"error": msg, "sqlstate": sqlstate}))
-        raise typer.Exit(1)
+            print(json.dumps({"error": msg, "sqlstate": sqlstate, "kind": "systemic" if systemic else "data",
+                              "exit_code": code, **extra}, ensure_ascii=False))
+        raise typer.Exit(code)
 
     return wrapper
 
@@ -139,25 +186,45 @@ def _embedded(data_dir: Optional[Path], quiet: bool = False) -> EmbeddedCluster:
 
 def _connect(dsn: Optional[str], schema: str, data_dir: Optional[Path] = None, *,
              need_install: bool = True, quiet: bool = False) -> psycopg.Connection:
-    """An autocommit connection: to ``dsn``, or to the embedded cluster (installed on demand)."""
+    """An autocommit connection: to ``dsn``, or to the embedded cluster (installed when needed).
+
+    The version check is a catalog read without locks: installing on every
+    command took the installer's locks while an import was writing, and
+    deadlocked with it.
+    """
     if dsn:
         conn = psycopg.connect(dsn, autocommit=True)
-        if need_install and installed_version(conn, schema) == 0:
-            conn.close()
-            raise CliError(
-                f"entity_resolver is not installed in schema {schema!r} of this database: "
-                f"run: entity-resolver install --dsn ... --schema {schema}"
-            )
+        if need_install:
+            try:
+                _check_installed(conn, schema, quiet)
+            except BaseException:
+                conn.close()
+                raise
         return conn
     cluster = _embedded(data_dir, quiet=quiet)
     conn = psycopg.connect(cluster.dsn(EMBEDDED_DB), autocommit=True)
-    if need_install:
+    if need_install and not is_current(conn, schema):
         # The embedded database is ours: keep it at the installed package's version.
         report = install(conn, schema)
-        if report.applied_migrations and not quiet:
-            _err().print(f"installed entity_resolver in schema {schema} "
-                         f"(migrations {', '.join(map(str, report.applied_migrations))})", style="dim")
+        if not quiet:
+            _err().print(f"installed entity_resolver {report.code_version} in schema {schema}"
+                         + (f" (migrations {', '.join(map(str, report.applied_migrations))})"
+                            if report.applied_migrations else ""), style="dim")
     return conn
+
+
+def _check_installed(conn: psycopg.Connection, schema: str, quiet: bool) -> None:
+    """Refuse a database without entity_resolver; warn when its version is not this package's."""
+    if installed_version(conn, schema) == 0:
+        raise SystemicError(
+            f"entity_resolver is not installed in schema {schema!r} of this database: "
+            f"run: entity-resolver install --dsn ... --schema {schema}"
+        )
+    if not quiet and not is_current(conn, schema):
+        _err().print(Text(
+            f"warning: entity_resolver in schema {schema} is at code version "
+            f"{installed_code_version(conn, schema) or 'unknown'}, this package is at "
+            f"{code_version(schema)}: run entity-resolver install to upgrade", style="yellow"))
 
 
 @contextmanager
@@ -173,6 +240,17 @@ def _client(dsn: Optional[str], schema: str, data_dir: Optional[Path] = None,
 
 def _print_json(value: Any) -> None:
     print(dumps(value))
+
+
+def _require_bank(er: Client, bank: str) -> None:
+    """Refuse a read of a bank that does not exist (an empty answer would look like a real one)."""
+    if er.bank_exists(bank):
+        return
+    known = er.bank_ids()
+    close = difflib.get_close_matches(bank, known, n=3, cutoff=0.6)
+    hint = (f"; did you mean: {', '.join(close)}?" if close
+            else "; entity-resolver banks lists the banks" if known else "; there are no banks yet")
+    raise CliError(f"bank {bank!r} does not exist (or this role may not see it){hint}")
 
 
 # -- install ---------------------------------------------------------------------
@@ -225,9 +303,9 @@ def demo_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir
 
     if dsn:
         conn = psycopg.connect(dsn, autocommit=True)
-        if installed_version(conn, schema) == 0:
+        if not is_current(conn, schema):
             _err().print(f"installing entity_resolver in schema {schema}", style="dim")
-        install(conn, schema)
+            install(conn, schema)
     else:
         conn = _connect(None, schema, data_dir, quiet=as_json)
         reset = True
@@ -247,7 +325,9 @@ def import_cmd(
     file: Annotated[str, typer.Argument(help="JSON Lines file of facts (.jsonl, .jsonl.gz, or - for stdin).")],
     bank: Annotated[Optional[str], typer.Option("--bank", help="Load every fact into this bank (overrides bank_id).")] = None,
     batch: Annotated[int, typer.Option("--batch", min=1, help="Facts per transaction.")] = importer_mod.DEFAULT_BATCH,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip bad lines (reported) instead of rejecting the file.")] = False,
+    skip_bad: Annotated[bool, typer.Option(
+        "--skip-bad", help="Skip bad lines (their reasons are printed) instead of rejecting the file; "
+                           "never skips a systemic error.")] = False,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -259,11 +339,13 @@ def import_cmd(
     {"fact_id": "f1", "bank_id": "team", "event_date": "2026-03-01T10:00:00Z",
      "content": "...", "mentions": [{"text": "Alex", "gold": "p-17"}, "Acme"]}
 
-    The file is validated first: a bad line is reported with its number and
-    nothing is written (or it is skipped with --skip-bad). Each batch is one
-    transaction through the facts trigger. Facts whose id is already present
-    are skipped, so re-running after an interruption neither loses nor
-    duplicates anything.
+    The file is validated first, with the server's rules (dates and bank ids
+    are read by the database): a bad line is reported with its number and
+    key, and nothing is written (or it is skipped with --skip-bad). Each batch
+    is one transaction through the facts trigger. Facts whose id is already
+    present are skipped, so re-running after an interruption neither loses
+    nor duplicates anything. Exit status: 1 for bad data, 3 for a systemic
+    error (permission, connection, not installed), which --skip-bad never skips.
     """
     if file == "-":
         spooled = importer_mod.spool_stdin()
@@ -276,6 +358,15 @@ def import_cmd(
     _import(Path(file), file, bank, batch, skip_bad, dsn, schema, data_dir, as_json)
 
 
+def _print_lines(err: Console, items: List[Dict[str, Any]], what: str, text: Callable[[Dict[str, Any]], str],
+                 style: str) -> None:
+    """The first MAX_SHOWN_ERRORS items, one per line, and how many more there are."""
+    for item in items[: importer_mod.MAX_SHOWN_ERRORS]:
+        err.print(Text(text(item), style=style))
+    if len(items) > importer_mod.MAX_SHOWN_ERRORS:
+        err.print(f"... and {len(items) - importer_mod.MAX_SHOWN_ERRORS} more {what} (--json lists them all)")
+
+
 def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bool, dsn: Optional[str],
             schema: str, data_dir: Optional[Path], as_json: bool) -> None:
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
@@ -283,21 +374,18 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
 
     err = _err()
     started = time.monotonic()
-    if not as_json:
-        err.print(f"validating {name} ...", style="dim")
-    scanned = importer_mod.scan(path, bank)
-    if scanned.bad:
-        shown = scanned.bad[: importer_mod.MAX_SHOWN_ERRORS]
-        for b in shown:
-            err.print(Text(f"{'skipping ' if skip_bad else ''}line {b.line}: {b.message}",
-                           style="yellow" if skip_bad else "red"))
-        if len(scanned.bad) > len(shown):
-            err.print(f"... and {len(scanned.bad) - len(shown)} more bad lines")
-        if not skip_bad:
-            raise CliError(f"{len(scanned.bad)} bad line(s) in {name}; nothing was imported "
-                           f"(fix them, or pass --skip-bad to import the other {scanned.good})")
     conn = _connect(dsn, schema, data_dir, quiet=as_json)
     with conn:
+        if not as_json:
+            err.print(f"validating {name} ...", style="dim")
+        # Dates and bank ids are checked by the database: validation needs the connection.
+        scanned = importer_mod.scan(conn, path, bank, schema)
+        if scanned.bad and not skip_bad:
+            if not as_json:
+                _print_lines(err, [b.as_dict() for b in scanned.bad], "bad lines",
+                             lambda b: f"line {b['line']}: {b['error']}", "red")
+            # Printed above, one per line; with --json the object lists them all.
+            raise importer_mod.bad_lines_failure(scanned.bad, scanned.good, name, show=1 if as_json else 0)
         progress = Progress(
             SpinnerColumn(), TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
             TextColumn("facts"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
@@ -311,13 +399,18 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
                     scanned=scanned, on_batch=lambda done, skipped: progress.advance(task, done + skipped),
                 )
             except KeyboardInterrupt:
-                raise CliError("interrupted: the batches committed so far are kept; "
-                               "run the same command again to resume") from None
+                err.print("interrupted: the batches committed so far are kept; "
+                          "run the same command again to resume")
+                raise typer.Exit(EXIT_INTERRUPTED) from None
     summary.seconds = time.monotonic() - started
     if as_json:
         _print_json(summary.as_dict())
         return
     d = summary.as_dict()
+    _print_lines(err, d["bad_lines"], "skipped lines",
+                 lambda b: f"skipped line {b['line']}: {b['error']}", "yellow")
+    _print_lines(err, d["warnings"], "warnings",
+                 lambda w: f"warning: line {w['line']}: {w['warning']}", "yellow")
     table = new_table(f"imported {name}", show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -327,6 +420,9 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
         table.add_row("bad lines (skipped)", str(d["skipped_bad"]))
     table.add_row("mentions", str(d["mentions"]))
     table.add_row("entities created", str(d["entities_created"]))
+    table.add_row("warnings", str(len(d["warnings"]))
+                  + (f" ({d['facts_without_mentions']} facts without mentions)"
+                     if d["facts_without_mentions"] else ""))
     table.add_row("banks", ", ".join(d["banks"]) or "–")
     table.add_row("time", f"{d['seconds']:.1f} s" + (f" ({d['facts_per_second']:.0f} facts/s)"
                                                      if d["facts_per_second"] else ""))
@@ -372,6 +468,8 @@ def explain_cmd(
     """Show a mention's candidates, signals and decision."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
         rows = er.explain(bank, mention, near or [], at)
+        if not rows:
+            _require_bank(er, bank)
     chosen = next((r for r in rows if r.decision == "chosen"), None)
     if as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
@@ -385,24 +483,33 @@ def explain_cmd(
 
 # -- inspection ------------------------------------------------------------------
 
+class EntityKind(str, enum.Enum):
+    """The kinds of entities (the entities_kind check constraint of migrations/0001)."""
+
+    regular = "regular"
+    label = "label"
+
+
 @app.command("entities")
 @_handled
 def entities_cmd(
     bank: Annotated[str, typer.Argument(help="Bank id.")],
     top: Annotated[int, typer.Option("--top", min=1, help="How many, most mentioned first.")] = 20,
-    kind: Annotated[Optional[str], typer.Option("--kind", help="regular or label.")] = None,
+    kind: Annotated[Optional[EntityKind], typer.Option("--kind", help="Only entities of this kind.")] = None,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List a bank's entities, most mentioned first."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        rows = er.entities(bank, top=top, kind=kind)
+        rows = er.entities(bank, top=top, kind=kind.value if kind else None)
+        if not rows:
+            _require_bank(er, bank)
     if as_json:
         _print_json(rows)
         return
     _out().print(entities_table(rows, title=f"entities of bank {bank} (top {top})"))
     if not rows:
-        _err().print(f"bank {bank!r} has no entities")
+        _err().print(f"bank {bank!r} has no entities" + (f" of kind {kind.value}" if kind else ""))
 
 
 @app.command("neighbors")
@@ -418,6 +525,7 @@ def neighbors_cmd(
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
         entity = er.find_entity(bank, name)
         if entity is None:
+            _require_bank(er, bank)
             similar = er.similar_names(bank, name)
             hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
             raise CliError(f"bank {bank!r} has no entity named {name!r}{hint}")
@@ -472,6 +580,8 @@ def expand_cmd(
     """Facts that share entities with the given facts."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
         rows = er.expand(bank, fact_ids, max_results)
+        if not rows:
+            _require_bank(er, bank)
         contents = er.fact_contents(bank, [r.unit_id for r in rows])
     if as_json:
         _print_json([{"unit_id": r.unit_id, "shared_entities": r.shared_entities,
@@ -652,10 +762,9 @@ def labels_show_cmd(bank: Annotated[str, typer.Argument(help="Bank id.")],
                     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
                     as_json: JsonOpt = False) -> None:
     """Print a bank's label vocabulary."""
-    with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
-        row = conn.execute(sql.SQL("SELECT entity_labels FROM {}.banks WHERE bank_id = %s")
-                           .format(sql.Identifier(schema)), (bank,)).fetchone()
-    labels = row[0] if row else {}
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        _require_bank(er, bank)
+        labels = er.labels(bank)
     if as_json:
         _print_json(labels)
         return
@@ -677,6 +786,7 @@ def labels_schema_cmd(bank: Annotated[str, typer.Argument(help="Bank id.")],
                       as_json: JsonOpt = False) -> None:
     """Print the bank's labels as a JSON Schema (for an extractor). Always JSON."""
     with _client(dsn, schema, data_dir, quiet=True) as er:
+        _require_bank(er, bank)
         _print_json(er.labels_json_schema(bank))
 
 

@@ -377,11 +377,24 @@ class Client:
         """Declare the bank's label vocabulary; return it as stored."""
         return self._rows("SELECT {s}.set_entity_labels(%s, %s)", (bank_id, Jsonb(dict(labels))))[0][0]
 
+    def labels(self, bank_id: str) -> Dict[str, Any]:
+        """The bank's label vocabulary as stored (empty when it declares none)."""
+        rows = self._rows("SELECT entity_labels FROM {s}.banks WHERE bank_id = %s", (bank_id,))
+        return rows[0][0] if rows and rows[0][0] else {}
+
     def labels_json_schema(self, bank_id: str) -> Dict[str, Any]:
         """The bank's label vocabulary as a JSON Schema, for an extractor."""
         return self._rows("SELECT {s}.entity_labels_json_schema(%s)", (bank_id,))[0][0]
 
     # -- inspection -----------------------------------------------------------------
+    def bank_exists(self, bank_id: str) -> bool:
+        """Whether the bank exists (and, under row-level security, this role may see it)."""
+        return bool(self._rows("SELECT EXISTS (SELECT FROM {s}.banks WHERE bank_id = %s)", (bank_id,))[0][0])
+
+    def bank_ids(self, limit: int = 1000) -> List[str]:
+        """The ids of the banks this role may see, in order (at most ``limit``)."""
+        return [r[0] for r in self._rows("SELECT bank_id FROM {s}.banks ORDER BY bank_id LIMIT %s", (limit,))]
+
     _ENTITY_COLUMNS = "entity_id, name, kind, mention_count, degree, first_seen, last_seen"
 
     @staticmethod

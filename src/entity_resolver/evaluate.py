@@ -353,7 +353,7 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
                banks_file: Optional[Path], keep: bool) -> Tuple[Dict[str, Any], List[Scored]]:
     """Replay and score one stream; return the result and the scored mentions."""
     started = time.monotonic()
-    checked = scan(path)
+    checked = scan(conn, path, schema=schema)
     if checked.bad:
         shown = "; ".join(str(b) for b in checked.bad[:3])
         raise EvalError(f"{path}: {len(checked.bad)} bad line(s): {shown}")

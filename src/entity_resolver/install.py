@@ -16,6 +16,7 @@ that one with ALTER EXTENSION ... UPDATE).
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,8 +239,7 @@ def install(
         _ensure_trgm(conn, schema)
         before = _applied(conn, schema)
         try:
-            with conn.transaction():
-                conn.execute(text.encode())
+            _run_locked(conn, schema, text.encode())
         except psycopg.errors.ObjectNotInPrerequisiteState as exc:
             # A released migration edited since this database applied it.
             raise InstallError(exc.diag.message_primary or str(exc)) from None
@@ -250,6 +250,74 @@ def install(
         return report
     finally:
         conn.autocommit = previous_autocommit
+
+
+# Taking the locks: how long one wait for the facts table may last, how many
+# attempts in all, and the pause between attempts (doubling, up to a second).
+LOCK_WAIT = "2s"
+LOCK_ATTEMPTS = 60
+LOCK_PAUSE = 0.05
+
+
+def _relations(conn: psycopg.Connection, schema: str) -> List[str]:
+    """Every table and view of the two schemas (quoted), the facts table first."""
+    rows = conn.execute(
+        "SELECT format('%%I.%%I', n.nspname, c.relname), c.relname = 'facts' AND n.nspname = %s"
+        " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname IN (%s, %s) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+        " ORDER BY 2 DESC, 1", (schema, schema, internal_schema(schema))).fetchall()
+    return [r[0] for r in rows]
+
+
+def _lock_everything(conn: psycopg.Connection, schema: str) -> bool:
+    """Inside the install transaction: take every relation's ACCESS EXCLUSIVE lock, or none.
+
+    The script drops and creates triggers and policies and replaces views,
+    which take ACCESS EXCLUSIVE locks one relation after another, in the
+    script's order; a writer locks the same relations in its own order, so
+    taking them as the script goes deadlocks against running writers (and
+    the deadlock detector may pick the writer). Instead the only lock waited
+    for is the first, the facts table's, while nothing else is held (new
+    writers queue behind it, running ones finish); every other lock is taken
+    with NOWAIT. When one is busy, the caller rolls back, releasing all, and
+    tries again: the installer never waits while holding a table lock, so it
+    cannot be part of a deadlock. Returns False when a lock was busy.
+    """
+    relations = _relations(conn, schema)
+    conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
+    try:
+        for n, rel in enumerate(relations):
+            nowait = " NOWAIT" if n else ""
+            conn.execute(f"LOCK TABLE {rel} IN ACCESS EXCLUSIVE MODE{nowait}")
+    except psycopg.errors.LockNotAvailable:
+        return False
+    conn.execute("SET LOCAL lock_timeout = 0")
+    return True
+
+
+class _Busy(Exception):
+    """A lock was busy: roll the attempt back and try again."""
+
+
+def _run_locked(conn: psycopg.Connection, schema: str, script: bytes) -> None:
+    """Run the script in one transaction that first holds every lock it needs (see above)."""
+    pause = LOCK_PAUSE
+    for _ in range(LOCK_ATTEMPTS):
+        try:
+            with conn.transaction():
+                # Installers one at a time (the script takes the same lock again).
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
+                if not _lock_everything(conn, schema):
+                    raise _Busy
+                conn.execute(script)
+                return
+        except _Busy:
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+    raise InstallError(
+        f"could not lock the tables of schema {schema} in {LOCK_ATTEMPTS} attempts: sessions keep "
+        f"them busy (see pg_locks; a session idle in transaction holds its locks); run the "
+        f"installer again at a quieter moment")
 
 
 def _applied(conn: psycopg.Connection, schema: str) -> List[int]:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 from typer.testing import CliRunner
 
 from entity_resolver.cli import app
@@ -101,8 +104,9 @@ def test_install_prints_the_locale_warning_of_a_c_locale_database(c_locale_db):
 
 def test_a_database_without_entity_resolver_says_to_install_it(empty_db):
     result = CliRunner().invoke(app, ["entities", "team", "--dsn", dsn_of(empty_db())], env=CLEAN_ENV)
-    assert result.exit_code == 1
-    assert "not installed" in one_error_line(result) and "entity-resolver install" in result.stderr
+    assert result.exit_code == 3      # systemic: the installation, not the input
+    line = one_error_line(result)
+    assert "not installed" in line and "entity-resolver install" in line and "a systemic error" in line
 
 
 # -- resolution and explanation ------------------------------------------------------
@@ -205,7 +209,7 @@ def test_with_json_an_error_is_also_json_on_stdout(cli):
 def test_an_unreachable_database_is_one_line():
     result = CliRunner().invoke(app, ["entities", "team", "--dsn", "host=127.0.0.1 port=1 connect_timeout=3"],
                                 env=CLEAN_ENV)
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert one_error_line(result).startswith("error: cannot connect to PostgreSQL")
 
 
@@ -257,13 +261,135 @@ def test_import_skip_bad_imports_the_rest(cli, tmp_path):
     data = json.loads(result.stdout)
     assert (data["facts"], data["skipped_bad"]) == (3, 1)
     assert data["bad_lines"] == [{"line": 4, "error": "not valid JSON: Expecting property name enclosed "
-                                                       "in double quotes at column 2"}]
+                                                       "in double quotes at column 2", "sqlstate": "22P02"}]
+    skipped = cli("import", str(facts_file(tmp_path, 3, ["{broken"])), "--skip-bad", "--bank", "b2")
+    assert "skipped line 4: not valid JSON" in skipped.stderr
 
 
 def test_import_reads_stdin(cli, tmp_path):
     text = facts_file(tmp_path, 2).read_text()
     data = json.loads(cli("import", "-", "--json", input=text).stdout)
     assert data["facts"] == 2
+
+
+def nul_file(tmp_path: Path) -> Path:
+    """700 facts; line 601's content holds a \\u0000 escape, as a JSON encoder writes a NUL."""
+    lines = [json.dumps({"fact_id": f"f{i}", "bank_id": "team", "content": f"fact {i}",
+                         "mentions": ["Alex Morgan", "Acme"]}) for i in range(1, 701)]
+    lines[600] = lines[600].replace('"fact 601"', '"fact\\u0000601"')
+    path = tmp_path / "nul.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_import_refuses_a_nul_on_line_601_before_writing_anything(conn, cli, tmp_path):
+    path = nul_file(tmp_path)
+    assert "\\u0000" in path.read_text().splitlines()[600]
+    result = cli("import", str(path))
+    assert result.exit_code == 1, result.output
+    assert ("line 601: content: contains a NUL character (\\u0000), which PostgreSQL cannot store"
+            in result.stderr)
+    assert "nothing was imported" in result.stderr and "Traceback" not in result.output
+    assert conn.execute("SELECT count(*) FROM entity_resolver.facts").fetchone()[0] == 0
+
+
+def test_import_json_error_carries_the_sqlstate_and_the_bad_lines(conn, cli, tmp_path):
+    result = cli("import", str(nul_file(tmp_path)), "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert (data["sqlstate"], data["kind"], data["exit_code"], data["facts_imported"]) == ("22P05", "data", 1, 0)
+    assert data["bad_lines"] == [{"line": 601, "sqlstate": "22P05", "error":
+                                  "content: contains a NUL character (\\u0000), which PostgreSQL cannot store"}]
+
+
+def test_import_skip_bad_skips_the_nul_line_and_says_why(conn, cli, tmp_path):
+    result = cli("import", str(nul_file(tmp_path)), "--skip-bad")
+    assert result.exit_code == 0, result.output
+    assert "skipped line 601: content: contains a NUL character" in result.stderr
+    assert conn.execute("SELECT count(*) FROM entity_resolver.facts").fetchone()[0] == 699
+
+
+def test_import_prints_the_first_twenty_reasons_and_how_many_more(cli, tmp_path):
+    bad = [json.dumps({"fact_id": f"b{i}", "bank_id": "team", "mentions": [" "]}) for i in range(25)]
+    path = facts_file(tmp_path, 3, bad)
+    refused = cli("import", str(path))
+    assert refused.exit_code == 1
+    assert refused.stderr.count(": mentions[0]: must not be empty or blank") == 20
+    assert "... and 5 more bad lines" in refused.stderr
+    skipped = cli("import", str(path), "--skip-bad")
+    assert skipped.exit_code == 0
+    assert len(re.findall(r"^skipped line \d+: ", skipped.stderr, re.M)) == 20 and "... and 5 more skipped lines" in skipped.stderr
+    assert "bad lines (skipped)" in skipped.stdout and "25" in skipped.stdout
+
+
+def test_import_summary_shows_the_warnings(cli, tmp_path):
+    path = facts_file(tmp_path, 2, ['{"fact_id": "quiet", "bank_id": "team", "content": "Thanks!"}'])
+    result = cli("import", str(path))
+    assert result.exit_code == 0, result.output
+    assert "warning: line 3: mentions: none; the fact is stored linked to no entity" in result.stderr
+    assert "1 (1 facts without mentions)" in result.stdout
+    data = json.loads(cli("import", str(path), "--bank", "b2", "--json").stdout)
+    assert data["facts_without_mentions"] == 1 and data["warnings"][0]["line"] == 3
+
+
+@pytest.fixture
+def bank_role(conn):
+    """A login role bound to bank "other" only; its DSN."""
+    name = f"er_cli_{uuid.uuid4().hex[:8]}"
+    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    conn.execute("SELECT entity_resolver.grant_bank_access('other', %s)", (name,))
+    i = conn.info
+    yield f"host={i.host} port={i.port} user={name} dbname={i.dbname}"
+    conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def test_import_with_a_role_without_access_is_systemic_and_never_skipped(conn, bank_role, tmp_path):
+    path = facts_file(tmp_path, 200)
+    runner = CliRunner()
+    result = runner.invoke(app, ["import", str(path), "--skip-bad", "--dsn", bank_role], env=CLEAN_ENV)
+    assert result.exit_code == 3, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith('error: 42501: new row violates row-level security policy for table "facts"')
+    assert "a systemic error, not a problem of the input (--skip-bad does not skip it)" in line
+    assert "fix the line" not in line and "skipped" not in result.output
+    data = json.loads(runner.invoke(app, ["import", str(path), "--skip-bad", "--json", "--dsn", bank_role],
+                                    env=CLEAN_ENV).stdout)
+    assert (data["sqlstate"], data["kind"], data["exit_code"]) == ("42501", "systemic", 3)
+    assert conn.execute("SELECT count(*) FROM entity_resolver.facts").fetchone()[0] == 0
+
+
+def test_a_data_error_from_the_database_exits_1_and_a_systemic_one_3(cli, conn, bank_role):
+    assert cli("explain", "team", " ").exit_code == 1
+    denied = CliRunner().invoke(app, ["resolve", "team", "Acme", "--json", "--dsn", bank_role], env=CLEAN_ENV)
+    assert denied.exit_code == 3
+    assert json.loads(denied.stdout)["kind"] == "systemic" and json.loads(denied.stdout)["sqlstate"] == "42501"
+
+
+# -- read commands on a bank that does not exist ---------------------------------------
+
+@pytest.mark.parametrize("command", [
+    ["entities", "tema"], ["neighbors", "tema", "Acme"], ["explain", "tema", "Acme"],
+    ["expand", "tema", "f1"], ["labels", "show", "tema"], ["labels", "schema", "tema"],
+])
+def test_reading_a_bank_that_does_not_exist_is_an_error_not_an_empty_answer(cli, story, command):
+    result = cli(*command)
+    assert result.exit_code == 1, result.output
+    assert one_error_line(result) == ("error: bank 'tema' does not exist (or this role may not see it); "
+                                      "did you mean: team?")
+
+
+def test_an_existing_bank_without_entities_is_an_empty_answer(cli, conn):
+    conn.execute("SELECT entity_resolver.configure_bank('empty', '{}')")
+    result = cli("entities", "empty", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
+
+
+def test_entities_kind_must_be_one_of_the_kinds(cli, story):
+    result = cli("entities", "team", "--kind", "bogus")
+    assert result.exit_code == 2
+    assert "'bogus' is not one of 'regular', 'label'" in result.output
+    assert json.loads(cli("entities", "team", "--kind", "label", "--json").stdout) == []
 
 
 # -- the demo ---------------------------------------------------------------------------

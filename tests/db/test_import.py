@@ -1,16 +1,22 @@
-"""Bulk import of JSON Lines facts: validation first, batches all or nothing, resumable."""
+"""Bulk import of JSON Lines facts: validated with the server's rules first, batches all
+or nothing, resumable; data errors told apart from systemic ones."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
+from entity_resolver import build
 from entity_resolver.importer import (
-    FACT_NAMESPACE, BadLine, ImportFailed, fact_uuid, import_file, parse_fact, parse_timestamp, scan,
+    FACT_NAMESPACE, BadLine, ImportFailed, fact_uuid, import_file, parse_fact, scan, server_parser,
 )
 
 NAMES = ["Alex Morgan", "Acme", "Renewal", "Kubernetes", "Oslo", "Priya", "Zephyr", "Budget",
@@ -71,28 +77,61 @@ def test_a_fact_id_that_is_a_uuid_is_kept():
     assert fact_uuid(u.replace("-", "")) == uuid.uuid5(FACT_NAMESPACE, u.replace("-", ""))
 
 
-# -- validation (no database) -----------------------------------------------------
+# -- validation: structure, by the server's parser (no database) --------------------
 
 @pytest.mark.parametrize("line, problem", [
     ("not json", "not valid JSON"),
     ("[1, 2]", "must be a JSON object"),
-    ('{"bank_id": "b", "mentions": []}', "fact_id: required"),
+    ('{"fact_id": 1e999, "bank_id": "b"}', "fact_id: required: a non-empty string or an integer, got number"),
+    ('{"fact_id": ' + "9" * 5000 + ', "bank_id": "b"}', "not valid JSON: Exceeds the limit (4300 digits)"),
+    ('{"fact_id": NaN, "bank_id": "b"}', "not valid JSON: NaN is not a JSON value"),
+    ('{"bank_id": "b", "mentions": []}', "fact_id: required: a non-empty string or an integer"),
+    ('{"fact_id": 1.5, "bank_id": "b"}', "fact_id: required: a non-empty string or an integer, got number"),
+    ('{"fact_id": true, "bank_id": "b"}', "got boolean"),
     ('{"fact_id": "f", "mentions": []}', "bank_id: required"),
-    ('{"fact_id": "f", "bank_id": "", "mentions": []}', "bank_id: must be a non-empty string"),
-    ('{"fact_id": "f", "bank_id": "' + "b" * 101 + '", "mentions": []}', "at most 100"),
-    ('{"fact_id": "f", "bank_id": "b", "mentions": "Alex"}', "mentions: must be an array"),
-    ('{"fact_id": "f", "bank_id": "b", "mentions": [" "]}', "mentions[0]: must not be blank"),
-    ('{"fact_id": "f", "bank_id": "b", "mentions": [{"txt": "A"}]}', "unknown key 'txt'"),
-    ('{"fact_id": "f", "bank_id": "b", "mentions": [{"text": "A", "resolve": "yes"}]}', "true or false"),
-    ('{"fact_id": "f", "bank_id": "b", "mentions": ["' + "x" * 501 + '"]}', "at most 500"),
-    ('{"fact_id": "f", "bank_id": "b", "event_date": "yesterday", "mentions": []}', "event_date"),
-    ('{"fact_id": "f", "bank_id": "b", "colour": 1, "mentions": []}', "unknown key 'colour'"),
+    ('{"fact_id": "f", "bank_id": 7}', "bank_id: must be a string, got number"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": "Alex"}', "mentions: must be a JSON array, got string"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": null}', "mentions: must not be null"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": [" "]}', "mentions[0]: must not be empty or blank"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": [{"txt": "A"}]}', 'mentions[0]: unknown key "txt"'),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": [{"text": "A", "resolve": "yes"}]}',
+     "mentions[0].resolve: must be true or false, got string"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": ["' + "x" * 501 + '"]}',
+     "mentions[0]: is 501 characters long; names are limited to 500 characters"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": [{"text": "A", "gold": [1]}]}',
+     "mentions[0].gold: must be a string, got array"),
+    ('{"fact_id": "f", "bank_id": "b", "event_date": 20260301}', "event_date: must be a timestamp string"),
+    ('{"fact_id": "f", "bank_id": "b", "colour": 1, "mentions": []}', 'unknown key "colour"'),
+    ('{"fact_id": "f", "bank_id": "b", "content": "a\\u0000b"}',
+     "content: contains a NUL character (\\u0000), which PostgreSQL cannot store"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": [{"text": "A", "nearby": ["x\\u0000"]}]}',
+     "mentions[0].nearby[0]: contains a NUL character"),
+    ('{"fact_id": "f", "bank_id": "b", "mentions": ["Zo\\ud800"]}',
+     "mentions[0]: contains an unpaired surrogate (\\ud800), which is not valid Unicode"),
+    ('{"fact_id": "f\\udfff", "bank_id": "b"}', "fact_id: contains an unpaired surrogate (\\udfff)"),
 ])
-def test_a_bad_line_is_reported_with_its_problem(line, problem):
+def test_a_bad_line_is_reported_with_its_key_and_problem(line, problem):
     with pytest.raises(BadLine) as info:
         parse_fact(line, 7)
     assert info.value.line == 7
     assert problem in str(info.value) and str(info.value).startswith("line 7: ")
+
+
+def test_a_nul_or_a_surrogate_carries_the_sqlstate_postgresql_gives_it():
+    with pytest.raises(BadLine) as nul:
+        parse_fact('{"fact_id": "f", "bank_id": "b", "mentions": ["A\\u0000"]}', 1)
+    with pytest.raises(BadLine) as surrogate:
+        parse_fact('{"fact_id": "f", "bank_id": "b", "content": "\\ud83c"}', 1)
+    assert (nul.value.sqlstate, surrogate.value.sqlstate) == ("22P05", "22P02")
+
+
+def test_a_paired_surrogate_escape_is_one_character_and_accepted():
+    rec = parse_fact('{"fact_id": "f", "bank_id": "b", "mentions": ["Wren \\ud83c\\udfb5"]}', 1)
+    assert rec.mentions == ["Wren \U0001f3b5"]
+
+
+def test_an_integer_fact_id_is_the_same_fact_as_its_string():
+    assert parse_fact('{"fact_id": 7, "bank_id": "b"}', 1).unit_id == fact_uuid("7")
 
 
 def test_gold_is_kept_for_evaluation_but_not_in_the_stored_mentions():
@@ -101,17 +140,109 @@ def test_gold_is_kept_for_evaluation_but_not_in_the_stored_mentions():
     assert all("gold" not in m for m in rec.mentions if isinstance(m, dict))
 
 
-def test_timestamps_are_iso_8601_with_z_offsets_and_fractions():
-    assert parse_timestamp("2026-03-01T10:00:00Z").isoformat() == "2026-03-01T10:00:00+00:00"
-    assert parse_timestamp("2026-03-01T10:00:00.5+02:00").isoformat() == "2026-03-01T10:00:00.500000+02:00"
-    assert parse_timestamp("2026-03-01").isoformat() == "2026-03-01T00:00:00+00:00"
+def test_the_parser_is_the_servers_module_loaded_without_touching_sys_path():
+    # A fresh interpreter: the unit tests' conftest puts plpython/ on sys.path.
+    code = (
+        "import sys; from entity_resolver import importer;"
+        "m = importer.server_parser();"
+        "print(m.__file__); print(m.InputError.__module__);"
+        "print('errors' in sys.modules, any(p.rstrip('/').endswith('plpython') for p in sys.path))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    path, errors_module, leaked = out.splitlines()
+    assert Path(path) == build.data_dir() / "plpython" / "mentions.py"
+    assert errors_module == "entity_resolver._server_errors"
+    assert leaked == "False False"
+    assert server_parser().parse_element is server_parser().parse_element  # loaded once
 
 
-def test_scan_reports_every_bad_line_and_duplicate_ids(tmp_path):
+@pytest.mark.parametrize("element", [
+    " ", "x" * 501, {"text": 1}, {"text": None}, {"nearby": ["A"]}, {"text": "A", "nearby": [1]},
+    {"text": "A", "nearby": "B"}, {"text": "A", "resolve": "yes"}, {"text": "A", "event_date": 5}, 7,
+])
+def test_the_importer_refuses_a_mention_with_the_servers_own_words(conn, element):
+    with pytest.raises(psycopg.Error) as server:
+        conn.execute("SELECT * FROM entity_resolver.resolve_mentions('b', %s::jsonb)", (json.dumps([element]),))
+    with pytest.raises(BadLine) as importer:
+        parse_fact(json.dumps({"fact_id": "f", "bank_id": "b", "mentions": [element]}), 3)
+    assert (importer.value.message, importer.value.sqlstate) == (
+        server.value.diag.message_primary, server.value.sqlstate)
+
+
+# -- validation: bank ids and dates, by the database -----------------------------------
+
+def test_scan_reports_every_bad_line_and_duplicate_ids(conn, tmp_path):
     path = write(tmp_path / "f.jsonl", [fact(1), "{oops", "", fact(2), fact(1, content="again")])
-    result = scan(path)
+    result = scan(conn, path)
     assert result.good == 2
-    assert [(b.line, b.message.split(":")[0]) for b in result.bad] == [(2, "not valid JSON"), (5, "fact_id 'f1' already used on line 1")]
+    assert [(b.line, b.message.split(":")[0]) for b in result.bad] == [(2, "not valid JSON"), (5, "fact_id")]
+    assert result.bad[1].message == "fact_id: 'f1' already used on line 1"
+
+
+@pytest.mark.parametrize("bank_id, problem", [
+    ("", "bank_id: must not be empty or blank"),
+    ("  ", "bank_id: must not be empty or blank"),
+    ("b" * 101, "bank_id: is 101 characters long; the limit is 100"),
+])
+def test_a_bank_id_is_checked_by_the_servers_rule(conn, tmp_path, bank_id, problem):
+    path = write(tmp_path / "f.jsonl", [fact(1), fact(2, bank=bank_id)])
+    result = scan(conn, path)
+    assert [(b.line, b.message) for b in result.bad] == [(2, problem)]
+
+
+def test_a_bad_bank_option_is_refused_once_before_the_file_is_read(conn, tmp_path):
+    path = write(tmp_path / "f.jsonl", [fact(n) for n in range(3)])
+    with pytest.raises(ImportFailed, match=r"^--bank: must not be empty or blank$") as info:
+        import_file(conn, path, bank=" ")
+    assert (info.value.sqlstate, info.value.systemic) == ("22023", False)
+
+
+# What the server accepts as an event date (resolve_mentions, the facts trigger) is
+# what the importer accepts: PostgreSQL reads it, then years 1 to 9999.
+DATES = ["2026-03-01T10:00:00Z", "2026-03-01", "2026-03-01 10:00", "March 1, 2026", "2026-03-01T10:00:00.5+05:30",
+         "yesterday", "2026-02-30", "2026-13-01", "not a date", "", "infinity", "10000-01-01", "0001-01-05",
+         "4713-01-01 BC", "2026-03-01T25:00:00Z"]
+
+
+@pytest.mark.parametrize("date", DATES)
+def test_the_importer_accepts_exactly_the_dates_the_server_accepts(conn, tmp_path, date):
+    try:
+        with conn.transaction(force_rollback=True):
+            conn.execute("SELECT * FROM entity_resolver.resolve_mentions('b', %s::jsonb)",
+                         (json.dumps([{"text": "Acme", "event_date": date}]),))
+        server_accepts = True
+    except psycopg.Error as exc:
+        assert exc.sqlstate == "22007", exc
+        server_accepts = False
+    path = write(tmp_path / "f.jsonl", [fact(1, mentions=["Oslo", {"text": "Acme", "event_date": date}])])
+    bad = scan(conn, path).bad
+    assert (not bad) == server_accepts, bad
+    if bad:
+        assert bad[0].message.startswith("mentions[1].event_date: is ") and bad[0].sqlstate == "22007"
+
+
+def test_a_bad_date_names_its_line_and_key_among_many_good_ones(conn, tmp_path):
+    lines = [fact(n) for n in range(2500)]
+    lines[1234]["event_date"] = "2026-02-30T10:00:00Z"
+    lines[2001]["mentions"][2]["event_date"] = "someday"
+    result = scan(conn, write(tmp_path / "f.jsonl", lines))
+    assert [(b.line, b.message) for b in result.bad] == [
+        (1235, 'event_date: is not a valid timestamp: "2026-02-30T10:00:00Z" '
+               '(date/time field value out of range: "2026-02-30T10:00:00Z")'),
+        (2002, 'mentions[2].event_date: is not a valid timestamp: "someday" '
+               '(invalid input syntax for type timestamp with time zone: "someday")'),
+    ]
+    assert result.good == 2498
+
+
+def test_a_date_without_an_offset_is_utc_for_the_fact_and_its_mentions(conn, tmp_path):
+    conn.execute("SET TimeZone = 'America/New_York'")
+    path = write(tmp_path / "f.jsonl", [fact(1, event_date="2026-03-01 10:00",
+                                             mentions=[{"text": "Acme", "event_date": "2026-03-02 08:00"}])])
+    import_file(conn, path)
+    conn.execute("SET TimeZone = 'UTC'")
+    assert conn.execute("SELECT event_date::text FROM entity_resolver.facts").fetchone()[0] == "2026-03-01 10:00:00+00"
+    assert conn.execute("SELECT last_seen::text FROM entity_resolver.entities").fetchone()[0] == "2026-03-02 08:00:00+00"
 
 
 # -- importing --------------------------------------------------------------------
@@ -146,7 +277,7 @@ def test_skip_bad_imports_the_other_lines_and_reports_the_bad_ones(conn, tmp_pat
     path = write(tmp_path / "f.jsonl", [fact(1), '{"fact_id": "x"}', fact(2)])
     summary = import_file(conn, path, skip_bad=True)
     assert (summary.facts, summary.skipped_bad) == (2, 1)
-    assert summary.bad == [{"line": 2, "error": "bank_id: required (or give --bank)"}]
+    assert summary.bad == [{"line": 2, "error": "bank_id: required (or give --bank)", "sqlstate": "22004"}]
 
 
 def test_a_rerun_skips_the_facts_already_present(conn, tmp_path):
@@ -200,6 +331,7 @@ def test_skip_bad_also_skips_a_fact_the_database_rejects(conn, tmp_path):
     summary = import_file(conn, path, batch_size=3, skip_bad=True)
     assert (summary.facts, summary.skipped_bad) == (8, 1)
     assert summary.bad[0]["line"] == 8 and summary.bad[0]["error"].startswith("23514: ")
+    assert summary.bad[0]["sqlstate"] == "23514"
 
 
 def test_bank_overrides_the_bank_id_of_every_line(conn, tmp_path):
@@ -223,11 +355,12 @@ def test_gzip_files_and_a_byte_order_mark_are_read(conn, tmp_path):
     assert import_file(conn, path).facts == 3
 
 
-def test_invalid_utf8_is_a_bad_line(tmp_path):
+def test_invalid_utf8_is_a_bad_line(conn, tmp_path):
     path = tmp_path / "f.jsonl"
     path.write_bytes(json.dumps(fact(1)).encode() + b"\n" + b'{"fact_id": "\xff"}\n')
-    result = scan(path)
-    assert [(b.line, b.message) for b in result.bad] == [(2, "not valid UTF-8 (byte 14 of the line)")]
+    result = scan(conn, path)
+    assert [(b.line, b.message, b.sqlstate) for b in result.bad] == [
+        (2, "not valid UTF-8 (byte 14 of the line)", "22021")]
 
 
 def test_hostile_looking_text_is_stored_literally(conn, tmp_path):
@@ -236,3 +369,93 @@ def test_hostile_looking_text_is_stored_literally(conn, tmp_path):
     import_file(conn, path)
     names = {r[0] for r in conn.execute("SELECT canonical_name FROM entity_resolver.entities")}
     assert names == set(odd)
+
+
+# -- what the importer used to accept silently -----------------------------------------
+
+def test_a_fact_without_mentions_is_stored_and_counted_as_a_warning(conn, tmp_path):
+    path = write(tmp_path / "f.jsonl", [fact(1), {"fact_id": "quiet", "bank_id": "team", "content": "Thanks!"},
+                                        fact(2, mentions=[])])
+    summary = import_file(conn, path)
+    assert summary.facts == 3 and count(conn, "facts") == 3
+    assert summary.warnings == [
+        {"line": 2, "warning": "mentions: none; the fact is stored linked to no entity"},
+        {"line": 3, "warning": "mentions: none; the fact is stored linked to no entity"}]
+    assert summary.as_dict()["facts_without_mentions"] == 2
+
+
+def test_an_integer_fact_id_is_stored_as_its_string_and_a_rerun_skips_it(conn, tmp_path):
+    import_file(conn, write(tmp_path / "a.jsonl", [fact(1, fact_id=7)]))
+    again = import_file(conn, write(tmp_path / "b.jsonl", [fact(1, fact_id="7")]))
+    assert (again.facts, again.skipped_existing) == (0, 1)
+    assert conn.execute("SELECT id FROM entity_resolver.facts").fetchone()[0] == fact_uuid("7")
+
+
+# -- data errors and systemic errors while writing ---------------------------------------
+
+def test_a_batch_over_a_server_limit_is_inserted_in_smaller_statements(conn, tmp_path):
+    # A stand-in for a limit on mentions per call: no statement may insert more than 3 facts.
+    conn.execute("""
+        CREATE FUNCTION public.at_most_three() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF (SELECT count(*) FROM new_rows) > 3 THEN
+                RAISE EXCEPTION 'too many facts in one statement' USING ERRCODE = 'program_limit_exceeded';
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER test_at_most_three AFTER INSERT ON entity_resolver.facts
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.at_most_three();
+    """)
+    summary = import_file(conn, write(tmp_path / "f.jsonl", [fact(n) for n in range(20)]), batch_size=10)
+    assert (summary.facts, summary.batches, summary.skipped_bad) == (20, 2, 0)
+    assert count(conn, "facts") == 20 and count(conn, "unit_entities") == 60
+
+
+@pytest.fixture
+def bank_role(conn):
+    """A login role bound to bank "other" only (row-level security hides every other bank)."""
+    name = f"er_imp_{uuid.uuid4().hex[:8]}"
+    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    conn.execute("SELECT entity_resolver.grant_bank_access('other', %s)", (name,))
+    yield name
+    conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+@pytest.mark.parametrize("skip_bad", [False, True])
+def test_a_role_without_access_to_the_bank_is_a_systemic_error_never_skipped(conn, bank_role, tmp_path, skip_bad):
+    path = write(tmp_path / "f.jsonl", [fact(n) for n in range(200)])
+    with psycopg.connect(host=conn.info.host, port=conn.info.port, user=bank_role, dbname=conn.info.dbname,
+                         autocommit=True) as other:
+        with pytest.raises(ImportFailed) as info:
+            import_file(other, path, skip_bad=skip_bad)
+    failure = info.value
+    assert (failure.systemic, failure.sqlstate, failure.imported) == (True, "42501", 0)
+    assert "row-level security" in str(failure) and "--skip-bad does not skip it" in str(failure)
+    assert "fix the line" not in str(failure)
+    assert count(conn, "facts") == 0
+
+
+def test_a_read_only_database_is_a_systemic_error(conn, tmp_path):
+    path = write(tmp_path / "f.jsonl", [fact(n) for n in range(5)])
+    with psycopg.connect(host=conn.info.host, port=conn.info.port, user=conn.info.user, dbname=conn.info.dbname,
+                         autocommit=True, options="-c default_transaction_read_only=on") as ro:
+        with pytest.raises(ImportFailed) as info:
+            import_file(ro, path, skip_bad=True)
+    assert (info.value.systemic, info.value.sqlstate) == (True, "25006")
+    assert count(conn, "facts") == 0
+
+
+def test_a_lost_connection_is_a_systemic_error_and_the_rerun_resumes(conn, connect, tmp_path):
+    path = write(tmp_path / "f.jsonl", [fact(n) for n in range(12)])
+    victim = connect()
+    pid = victim.info.backend_pid
+
+    def kill_after_first_batch(inserted, skipped):
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+    with pytest.raises(ImportFailed) as info:
+        import_file(victim, path, batch_size=5, on_batch=kill_after_first_batch)
+    assert info.value.systemic and "lost the database connection" in str(info.value)
+    assert info.value.imported == 5 and count(conn, "facts") == 5
+    assert import_file(connect(), path, batch_size=5).facts == 7
