@@ -528,8 +528,10 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
 
 
 # Tenant tables' rows belong to the user: pg_dump dumps them (extension member
-# tables are otherwise dumped as nothing but CREATE EXTENSION). One call per
-# statement: each call rewrites the pg_extension row.
+# tables are otherwise dumped as nothing but CREATE EXTENSION). Their sequences
+# too: restored with its start value, stats_queue's id sequence would hand out
+# the ids of restored queue rows again (a duplicate key at the next write).
+# One call per statement: each call rewrites the pg_extension row.
 _CONFIG_DUMP = """
 DO $$
 DECLARE
@@ -538,7 +540,7 @@ BEGIN
     FOR t IN
         SELECT c.oid::regclass
         FROM pg_class AS c INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
-        WHERE n.nspname = {{ schema_literal }} AND c.relkind = 'r'
+        WHERE n.nspname = {{ schema_literal }} AND c.relkind IN ('r', 'S')
             AND c.relname NOT IN ('schema_migrations', 'plpython_modules')
         ORDER BY c.relname
     LOOP
