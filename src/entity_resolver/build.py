@@ -37,6 +37,7 @@ import ast
 import hashlib
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -94,9 +95,17 @@ def sql_sources(base: Optional[Path] = None) -> List[Tuple[str, str]]:
     return [(p.name, p.read_text(encoding="utf-8")) for p in sorted((base / "sql").glob("*.sql"))]
 
 
+# CPython 3.11 keeps ast.parse's recursion counter in shared state: two threads
+# parsing at once (install() in two threads) can fail with "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905).
+_PARSE_LOCK = threading.Lock()
+
+
 def _imports(source: str) -> List[str]:
     names = []
-    for node in ast.walk(ast.parse(source)):
+    with _PARSE_LOCK:
+        tree = ast.parse(source)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
