@@ -511,6 +511,11 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
     if extension:
         parts.append('\\echo Use "CREATE EXTENSION entity_resolver" to load this file. \\quit\n')
     parts.append(render(
+        # The script's own statements qualify our names and run our functions,
+        # which pin their search_path: nothing here may come from public or
+        # a temporary schema (pgspot checks the script under this path).
+        # LOCAL: the installer's transaction or CREATE EXTENSION restores it.
+        "SET LOCAL search_path = pg_catalog, pg_temp;\n"
         "SELECT pg_advisory_xact_lock(7310447224051);\n"
         "CREATE SCHEMA IF NOT EXISTS {{ schema }};\n"
         "CREATE SCHEMA IF NOT EXISTS {{ internal }};\n", values))
