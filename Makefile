@@ -4,9 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit demo lint setup system-deps bench soak clean extension install-extension
+.PHONY: test unit demo lint setup system-deps bench soak clean extension install-extension lint-extension
 
-test: setup lint install-extension
+test: setup lint install-extension lint-extension
 	$(PY) -m pytest -q
 
 unit: setup
@@ -37,6 +37,34 @@ extension: setup
 
 install-extension: extension
 	install -m 644 build/extension/* "$$($(PG_CONFIG) --sharedir)/extension/"
+
+# pgspot (PyPI), the extension authors' linter, on the scripts this version
+# installs and updates with (the released ones are frozen). Suppressed:
+#  PS001, PS016, PS017 (unqualified operator, function, type or relation) and
+#    PS005 (function without a search_path pgspot trusts): they come only from
+#    function bodies (tests/unit/test_pgspot.py checks that). Every function
+#    pins SET search_path = <schema>, <schema>_internal, pg_catalog, pg_temp
+#    (docs/security.md); pgspot trusts a path only with pg_catalog first, but
+#    the two schemas before it are created by the script and only the
+#    installing superuser can create objects in them, so nothing untrusted
+#    can shadow the catalog. The script's own statements run under
+#    SET LOCAL search_path = pg_catalog, pg_temp, which pgspot does trust.
+#  PS010 (CREATE SCHEMA IF NOT EXISTS): the same script upgrades, so the
+#    schemas may exist. Under CREATE/ALTER EXTENSION, PostgreSQL refuses a
+#    schema the extension does not own (test_extension.py checks it); the
+#    Python installer has no such check yet (the xfail test next to it).
+#  plpython3u (--ignore-lang): pgspot cannot read Python; the SQL PL/Python
+#    sends is checked by test_plpython_sends_sql_text_only_from_constants_...
+#    in tests/db/test_security.py.
+# Not seen by pgspot: the migrations and sql/030_resolve.sql, which reach the
+# server as dollar-quoted arguments of _apply_migration / _install_execute
+# (--sql-accepting crashes on _apply_migration's integer argument, pgspot 0.9.4).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+PGSPOT_FLAGS := --ignore PS001 --ignore PS005 --ignore PS016 --ignore PS017 --ignore PS010 \
+	--ignore-lang plpython3u
+lint-extension: extension
+	$(VENV)/bin/pgspot $(PGSPOT_FLAGS) build/extension/entity_resolver--$(VERSION).sql \
+		$(wildcard build/extension/entity_resolver--*--$(VERSION).sql)
 
 # The benchmark is tooling (bench/), not part of the package; options as for
 # entity-resolver bench, e.g. make bench BENCH_ARGS='--sizes 1000000 --batches 6'.

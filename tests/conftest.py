@@ -115,6 +115,33 @@ def empty_db(pg_cluster: EmbeddedCluster) -> Iterator[Callable[..., psycopg.Conn
 
 
 @pytest.fixture
+def new_db(pg_cluster: EmbeddedCluster) -> Iterator[Callable[[], psycopg.Connection]]:
+    """Create fresh empty databases: each call makes another one and returns an autocommit connection to it.
+
+    (``empty_db`` connects to one database however often it is called; tests
+    that compare two installations need two.)
+    """
+    created: list[str] = []
+    opened: list[psycopg.Connection] = []
+
+    def _new() -> psycopg.Connection:
+        dbname = f"new_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(pg_cluster.dsn(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{dbname}"')
+        created.append(dbname)
+        c = psycopg.connect(pg_cluster.dsn(dbname), autocommit=True)
+        opened.append(c)
+        return c
+
+    yield _new
+    for c in opened:
+        c.close()
+    with psycopg.connect(pg_cluster.dsn(), autocommit=True) as admin:
+        for dbname in created:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
+@pytest.fixture
 def c_locale_db(pg_cluster: EmbeddedCluster) -> Iterator[Callable[..., psycopg.Connection]]:
     """A fresh database whose LC_CTYPE/LC_COLLATE are C (ASCII-only case folding)."""
     dbname = f"clocale_{uuid.uuid4().hex[:12]}"

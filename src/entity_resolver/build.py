@@ -96,8 +96,9 @@ def sql_sources(base: Optional[Path] = None) -> List[Tuple[str, str]]:
     return [(p.name, p.read_text(encoding="utf-8")) for p in sorted((base / "sql").glob("*.sql"))]
 
 
-# CPython 3.11's parser is not thread-safe ("AST constructor recursion depth
-# mismatch" when two threads parse at once, e.g. two installs in one process).
+# CPython 3.11 keeps ast.parse's recursion counter in shared state: two threads
+# parsing at once (install() in two threads) can fail with "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905).
 _PARSE_LOCK = threading.Lock()
 
 
@@ -513,6 +514,11 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
     if extension:
         parts.append('\\echo Use "CREATE EXTENSION entity_resolver" to load this file. \\quit\n')
     parts.append(render(
+        # The script's own statements qualify our names and run our functions,
+        # which pin their search_path: nothing here may come from public or
+        # a temporary schema (pgspot checks the script under this path).
+        # LOCAL: the installer's transaction or CREATE EXTENSION restores it.
+        "SET LOCAL search_path = pg_catalog, pg_temp;\n"
         "SELECT pg_advisory_xact_lock(7310447224051);\n"
         "CREATE SCHEMA IF NOT EXISTS {{ schema }};\n"
         "CREATE SCHEMA IF NOT EXISTS {{ internal }};\n", values))
@@ -539,8 +545,10 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
 
 
 # Tenant tables' rows belong to the user: pg_dump dumps them (extension member
-# tables are otherwise dumped as nothing but CREATE EXTENSION). One call per
-# statement: each call rewrites the pg_extension row.
+# tables are otherwise dumped as nothing but CREATE EXTENSION). Their sequences
+# too: restored with its start value, stats_queue's id sequence would hand out
+# the ids of restored queue rows again (a duplicate key at the next write).
+# One call per statement: each call rewrites the pg_extension row.
 _CONFIG_DUMP = """
 DO $$
 DECLARE
@@ -549,7 +557,7 @@ BEGIN
     FOR t IN
         SELECT c.oid::regclass
         FROM pg_class AS c INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
-        WHERE n.nspname = {{ schema_literal }} AND c.relkind = 'r'
+        WHERE n.nspname = {{ schema_literal }} AND c.relkind IN ('r', 'S')
             AND c.relname NOT IN ('schema_migrations', 'plpython_modules')
         ORDER BY c.relname
     LOOP

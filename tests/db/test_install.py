@@ -163,25 +163,25 @@ def test_installing_twice_changes_nothing(empty_db):
     assert catalog_snapshot(conn, "entity_resolver") == before
 
 
-def test_upgrade_from_first_version_matches_a_fresh_install(empty_db):
-    old = empty_db()
+def test_upgrade_from_first_version_matches_a_fresh_install(new_db):
+    old = new_db()
     install(old, upto=1)
     assert installed_version(old) == 1
     install(old)
-    fresh = empty_db()
+    fresh = new_db()  # another database (empty_db() would connect to old's again)
     install(fresh)
     assert installed_version(old) == installed_version(fresh) == len(migrations())
     assert catalog_snapshot(old, "entity_resolver") == catalog_snapshot(fresh, "entity_resolver")
 
 
-def test_upgrade_one_version_at_a_time_matches_a_fresh_install(empty_db):
-    old = empty_db()
+def test_upgrade_one_version_at_a_time_matches_a_fresh_install(new_db):
+    old = new_db()
     for version in range(1, len(migrations()) + 1):
         report = install(old, upto=version)
         assert installed_version(old) == version
         assert report.applied_migrations == [version]
     install(old)
-    fresh = empty_db()
+    fresh = new_db()  # another database (empty_db() would connect to old's again)
     install(fresh)
     assert installed_version(old) == installed_version(fresh) == len(migrations())
     assert catalog_snapshot(old, "entity_resolver") == catalog_snapshot(fresh, "entity_resolver")
