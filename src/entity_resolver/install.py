@@ -107,6 +107,25 @@ def _ensure_trgm(conn: psycopg.Connection, schema: str) -> None:
                 sql.Identifier(_trgm_home(conn))))
 
 
+def _refuse_foreign_schemas(conn: psycopg.Connection, schema: str) -> None:
+    """Refuse to install into a schema a role that is not a superuser owns.
+
+    Its owner could replace the PL/Python modules (plpython_modules) with code
+    every caller, superusers included, would then run as the server's OS
+    user. CREATE EXTENSION refuses such a schema by itself.
+    """
+    for name in (schema, internal_schema(schema)):
+        row = conn.execute(
+            "SELECT r.rolname, r.rolsuper FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner"
+            " WHERE n.nspname = %s", (name,)).fetchone()
+        if row is not None and not row[1]:
+            raise InstallError(
+                f"schema {name} exists and is owned by role {row[0]}, which is not a superuser: its owner "
+                f"could replace the resolver's code; drop it or make a superuser its owner "
+                f"(ALTER SCHEMA {name} OWNER TO ...), then install again"
+            )
+
+
 def _ctype(conn: psycopg.Connection) -> str:
     return conn.execute("SELECT datctype FROM pg_database WHERE datname = current_database()").fetchone()[0]
 
@@ -227,6 +246,7 @@ def install(
                 f"(plpython3u) functions; run the installer as a superuser, then grant the "
                 f"usage role ({schema}_user) to application roles"
             )
+        _refuse_foreign_schemas(conn, schema)
         warning = check_locale(conn)
         if warning:
             report.warnings.append(warning)
