@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict
 
+from bench.imports import markdown as imports_markdown
+from bench.limits import markdown as limits_markdown
 from bench.names import HUBS
 from bench.workloads import COMMUNITY, HUB_SHARE
 
@@ -142,6 +144,10 @@ def markdown(result: Dict[str, Any]) -> str:
         if after:
             lines.append(f"- {_fmt_int(entry['entities'])}: {', '.join(after.get('scans', [])) or '?'} "
                          f"({after.get('ms') if after.get('ms') is not None else 'timed out'} ms)")
+    if result.get("limits"):
+        lines += ["", limits_markdown(result["limits"])]
+    if result.get("imports"):
+        lines += ["", imports_markdown(result["imports"])]
     acc = result.get("evaluation")
     if acc:
         lines += ["", "## Accuracy (same run)", "",

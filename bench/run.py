@@ -31,9 +31,12 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    run the applied statistics are checked against what was inserted
    (mention_count against the mentions, cooccurrence_count against a recount
    of the pairs in unit_entities);
-5. reads the benchmark backend's memory (/proc when the server is local, and
+5. imports the committed corpora and a seeded 5,000-fact stream into fresh
+   databases at the default batch, fact by fact, and with the 0.1.0 release
+   (``bench.imports``): a batch is a speed knob, never a different answer;
+6. reads the benchmark backend's memory (/proc when the server is local, and
    pg_backend_memory_contexts; ``bench.machine``);
-6. profiles the PL/Python side at one size (``bench.profiling``): time per
+7. profiles the PL/Python side at one size (``bench.profiling``): time per
    SQL statement of the resolver, the rest (Python), and a cProfile ranking,
    through a temporary PL/Python function that calls the installed resolver
    with a timing proxy.
@@ -54,7 +57,9 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from bench.imports import measure_imports
 from bench.latency import measure_latency, probe_plan
+from bench.limits import measure_max_calls
 from bench.machine import backend_memory, machine
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
@@ -104,6 +109,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               profile_size: Optional[int] = 100_000, profile_batches: int = 10,
               compare_fastupdate: bool = True, compare_flush: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
+              imports: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
@@ -130,6 +136,11 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                     "gold_identities", "seconds")}
                 if evaluation_out is not None:
                     evaluate.update_doc(evaluation_out, accuracy)
+            say("limits: the cost of a maximum-size call")
+            result["limits"] = measure_max_calls(conn)
+            if imports:
+                say("imports: corpora and a 5,000-fact stream, default batch, batch 1 and 0.1.0")
+                result["imports"] = measure_imports(dsn)
             for size in sizes:
                 say(f"{size:,} entities: building the bank")
                 _reset(conn)

@@ -11,9 +11,8 @@ statement per fact would. Pure: no database.
 """
 
 import uuid
-from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
-import trigrams
 from scoring import Candidate
 
 
@@ -35,10 +34,12 @@ def pair(a: str, b: str) -> Tuple[str, str]:
 class CallState:
     """The overlay of one call (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, near: Optional[Dict[str, List[Tuple[str, float]]]] = None) -> None:
         self.created: Dict[str, Entity] = {}          # key -> entity created by the call
         self.by_id: Dict[str, Entity] = {}
-        self.reach = trigrams.Reach()                 # created regular keys, by trigram
+        # The call's keys within probe reach of each other (trigrams.neighbours):
+        # an entity the call creates is one of its keys.
+        self.near = near or {}
         self.latest: Dict[str, float] = {}            # entity id -> latest event epoch of the call
         self.earliest: Dict[str, float] = {}
         self.neighbours: Dict[str, Set[str]] = {}     # entity id -> partners the call added
@@ -47,31 +48,39 @@ class CallState:
         self.provenance: List[Tuple[Any, ...]] = []   # (unit, ordinal, text, entity, decision, score, date)
         self.links: List[Tuple[str, str, Optional[str]]] = []   # (unit, entity, date)
         self.mentions: Dict[str, List[Any]] = {}      # entity -> [count, latest epoch, date, earliest epoch, date]
-        self.seen_names: Dict[str, str] = {}          # lowered name -> id of every entity met in the call
+        # lowered canonical name <-> id of every entity a fact of the call
+        # went to (the only entities the call's pairs involve)
+        self.seen_names: Dict[str, str] = {}
+        self.name_of: Dict[str, str] = {}
         self.lost: Set[str] = set()                   # provisional ids another session's entity replaced
 
     # -- entities ----------------------------------------------------------------
 
-    def create(self, key: str, name: str, kind: str, etype: Optional[str], tri: Optional[FrozenSet[str]],
+    def create(self, key: str, name: str, kind: str, etype: Optional[str],
                epoch: Optional[float], date: Optional[str]) -> Entity:
         """Register a new entity (a fresh id) and make it findable by later facts."""
         ent = Entity(str(uuid.uuid4()), key, name, kind, etype)
         self.created[key] = ent
         self.by_id[ent.id] = ent
-        self.seen_names[key] = ent.id
+        self.meet(ent.id, key)
         self.first_dates[ent.id] = (epoch, date)
-        if kind != "label" and tri is not None:
-            # Label rows are never fuzzy candidates.
-            self.reach.add(key, tri)
         return ent
 
-    def created_candidates(self, tri: FrozenSet[str], threshold: float) -> List[Candidate]:
+    def created_candidates(self, key: str) -> List[Candidate]:
         """Entities the call created whose similarity to a key reaches the probe threshold."""
+        if not self.created:
+            return []
         out = []
-        for key, sim in self.reach.within(tri, threshold):
-            ent = self.created[key]
-            out.append(Candidate(ent.id, key, sim, None, entity_type=ent.type))
+        for other, sim in self.near.get(key, ()):
+            ent = self.created.get(other)
+            # Label rows are never fuzzy candidates.
+            if ent is not None and ent.kind != "label":
+                out.append(Candidate(ent.id, other, sim, None, entity_type=ent.type))
         return out
+
+    def meet(self, entity_id: str, lname: str) -> None:
+        self.seen_names[lname] = entity_id
+        self.name_of[entity_id] = lname
 
     def is_new(self, entity_id: str) -> bool:
         return entity_id in self.by_id

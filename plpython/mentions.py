@@ -66,8 +66,11 @@ def load_json(raw: str, argument: str) -> Any:
 def item(text: str, where: str, nearby: Optional[List[str]] = None, event_date: Optional[str] = None,
          resolve: bool = True, text_argument: Optional[str] = None) -> Dict[str, Any]:
     """One mention item as the resolver takes it; arguments name it in error messages."""
+    # nearby_given: the caller's own list (bounded by max_nearby_per_mention),
+    # not the fact's other mentions filled in later (bounded per fact).
     return {"text": text, "nearby": nearby, "event_date": event_date, "resolve": resolve,
-            "text_argument": text_argument or where, "date_argument": where + ".event_date"}
+            "text_argument": text_argument or where, "date_argument": where + ".event_date",
+            "nearby_given": nearby is not None}
 
 
 def parse_element(elem: Any, where: str) -> Dict[str, Any]:

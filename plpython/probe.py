@@ -26,15 +26,17 @@ class Hit(NamedTuple):
     kind: str
     type: Optional[str] = None
     via: str = "name"        # "name" or "alias"
+    lname: str = ""          # lower(canonical_name)
 
 
 SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
-       'name' AS via
+       'name' AS via, lower(e.canonical_name) AS lname
   FROM entities AS e
  WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($2::text[])
 UNION ALL
-SELECT lower(a.alias), e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'alias'
+SELECT lower(a.alias), e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'alias',
+       lower(e.canonical_name)
   FROM entity_aliases AS a
   JOIN entities AS e ON e.bank_id = a.bank_id AND e.id = a.entity_id
  WHERE a.bank_id = $1 AND lower(a.alias) = ANY ($3::text[])
@@ -179,7 +181,7 @@ def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = ())
     if not names and not aliases:
         return {}
     rows = db.run(plpy, "exact", SQL_EXACT, ["text", "text[]", "text[]"], [bank_id, names, aliases])
-    return {r["key"]: Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"])
+    return {r["key"]: Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["lname"])
             for r in rows}
 
 

@@ -60,6 +60,7 @@ class Outcome(NamedTuple):
     created: bool
     score: Optional[float]
     decision: str
+    lname: str = ""     # lower(canonical_name), for the call's state
 
 
 def probe_threshold(cfg: Dict[str, Any]) -> float:
@@ -81,7 +82,7 @@ def check_limits(facts: List[Fact], cfg: Dict[str, Any]) -> None:
             raise InputError("%d mentions in one fact; the limit is max_mentions_per_fact = %d"
                              % (len(f.items), cfg["max_mentions_per_fact"]), f.argument, "54000")
         for it in f.items:
-            if it.get("nearby") is not None and len(it["nearby"]) > cfg["max_nearby_per_mention"]:
+            if it.get("nearby_given") and len(it["nearby"]) > cfg["max_nearby_per_mention"]:
                 raise InputError("%d nearby names; the limit is max_nearby_per_mention = %d"
                                  % (len(it["nearby"]), cfg["max_nearby_per_mention"]),
                                  it["date_argument"].replace(".event_date", ".nearby"), "54000")
@@ -99,6 +100,10 @@ class Folded(NamedTuple):
     dates: List[Optional[str]]
     trigrams: Dict[str, frozenset]
     fact_of: List[int]
+    spans: List[range]              # per fact, the indexes of its items (contiguous)
+
+    def items_of(self, fact_index: int) -> range:
+        return self.spans[fact_index]
 
 
 def fold_facts(plpy, facts: List[Fact], default_event_date, probe_at: float) -> Folded:
@@ -129,15 +134,19 @@ def fold_facts(plpy, facts: List[Fact], default_event_date, probe_at: float) -> 
     n = len(items)
     lowered, epochs, canon, tri = fold_call(plpy, texts, dates, probe_at, arguments, n)
     keys = lowered[:n]
+    fact_spans, start = [], 0
+    for f in facts:
+        fact_spans.append(range(start, start + len(f.items)))
+        start += len(f.items)
     nearby = []
     for i, it in enumerate(items):
         if it.get("nearby") is None:
             # No nearby given: the other mentions of the same fact.
-            fact = fact_of[i]
-            nearby.append([keys[j] for j in range(n) if j != i and fact_of[j] == fact])
+            nearby.append([keys[j] for j in fact_spans[fact_of[i]] if j != i])
         else:
             nearby.append(lowered[spans[i][0]:spans[i][1]])
-    return Folded(keys, nearby, epochs, canon, {k: trigrams.parse(t) for k, t in zip(keys, tri)}, fact_of)
+    return Folded(keys, nearby, epochs, canon, {k: trigrams.parse(t) for k, t in zip(keys, tri)}, fact_of,
+                  fact_spans)
 
 
 def classify(items, keys, bank, cfg) -> Tuple[Dict[int, str], List[int]]:
@@ -212,9 +221,7 @@ def _effective_last_seen(c, view: Bankview, state: CallState):
 def candidates_for(key: str, view: Bankview, state: CallState, folded: Folded, cfg) -> List[Any]:
     """The key's candidates in probe order: the bank's as probed, and those the call created."""
     bank_side = view.candidates.get(key, [])
-    if not state.reach:
-        return bank_side
-    mine = state.created_candidates(folded.trigrams[key], probe_threshold(cfg))
+    mine = state.created_candidates(key)
     if not mine:
         return bank_side
     merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.name, c.id))
@@ -233,7 +240,13 @@ def _context(plpy, bank, survivors, near_names, state: CallState):
         for x in state.partners_of(e):
             if not state.is_new(x):
                 ask.add(pair(e, x))
-    ctx = probe.context(plpy, bank.id, bank_ids, near_names, ask, bank.pending)
+    needs_bank = bool(bank_ids) or any(
+        not state.is_new(x) and state.name_of.get(x) in near_names for c in survivors for x in state.partners_of(c.id))
+    # Candidates the call created have no pair in the bank; when their
+    # partners among the nearby names are the call's too, the bank has
+    # nothing to add.
+    ctx = probe.context(plpy, bank.id, bank_ids, near_names, ask, bank.pending) if needs_bank else probe.Context(
+        {}, {}, set(), set())
     near = dict(ctx.near)
     for name in near_names:
         ent = state.created.get(name)
@@ -253,7 +266,7 @@ def _context(plpy, bank, survivors, near_names, state: CallState):
 def decide_fact(plpy, bank, cfg, fact_index: int, items, folded: Folded, exact, regular_set,
                 view: Bankview, state: CallState) -> Dict[int, Any]:
     """Screen and score the fact's regular mentions; {item index: best evaluation or None, scores}."""
-    indexes = [i for i, f in enumerate(folded.fact_of) if f == fact_index and i in regular_set]
+    indexes = [i for i in folded.items_of(fact_index) if i in regular_set]
     screened: Dict[int, List[Any]] = {}
     survivors = []
     near = set()
@@ -295,7 +308,7 @@ def _name_of(c, view: Bankview, state: CallState) -> str:
 def settle_fact(fact_index: int, fact: Fact, items, folded: Folded, exact, decided, view: Bankview,
                 state: CallState, cfg) -> List[Outcome]:
     """Turn a fact's decisions into outcomes: hits, choices, and the entities it creates."""
-    indexes = [i for i, f in enumerate(folded.fact_of) if f == fact_index]
+    indexes = folded.items_of(fact_index)
     keys = folded.keys
     outcomes: Dict[int, Outcome] = {}
     # Exact mentions: an alias, the bank's name, or a name the call created.
@@ -304,22 +317,22 @@ def settle_fact(fact_index: int, fact: Fact, items, folded: Folded, exact, decid
         key = keys[i]
         hit = view.hits.get(key)
         if hit is not None and hit.via == "alias":
-            outcomes[i] = Outcome(hit.id, hit.name, False, None, ALIAS)
+            outcomes[i] = Outcome(hit.id, hit.name, False, None, ALIAS, hit.lname)
             continue
         if i not in exact:
             continue
         ent = state.created.get(key)
         if hit is not None:
-            outcomes[i] = Outcome(hit.id, hit.name, False, None, exact[i])
+            outcomes[i] = Outcome(hit.id, hit.name, False, None, exact[i], hit.lname)
         elif ent is not None:
-            outcomes[i] = Outcome(ent.id, ent.name, False, None, exact[i])
+            outcomes[i] = Outcome(ent.id, ent.name, False, None, exact[i], ent.key)
         else:
             fixed_new.setdefault(key, "label" if exact[i] == LABEL else "regular")
     # Regular mentions that chose a candidate.
     for i, (best, _) in decided.items():
         if best is not None:
             c = best.candidate
-            outcomes[i] = Outcome(c.id, _name_of(c, view, state), False, best.score, RESOLVED)
+            outcomes[i] = Outcome(c.id, _name_of(c, view, state), False, best.score, RESOLVED, c.name)
     # New names: literal and label names not found, and clusters of the rest.
     unresolved = [i for i in indexes if i not in outcomes and i not in exact]
     forms = {}
@@ -329,7 +342,7 @@ def settle_fact(fact_index: int, fact: Fact, items, folded: Folded, exact, decid
         # candidate), or a name without letters or digits ("!!!").
         hit = view.hits.get(keys[i]) or state.created.get(keys[i])
         if hit is not None:
-            outcomes[i] = Outcome(hit.id, hit.name, False, decided.get(i, (None, None))[1], RESOLVED)
+            outcomes[i] = Outcome(hit.id, hit.name, False, decided.get(i, (None, None))[1], RESOLVED, keys[i])
             continue
         if keys[i] in fixed_new:
             continue
@@ -351,12 +364,12 @@ def settle_fact(fact_index: int, fact: Fact, items, folded: Folded, exact, decid
         # Literal and label names are created spelled exactly as given.
         text = next(items[i]["text"] for i in indexes if keys[i] == key and i in exact)
         epoch, date = first_date(members)
-        made[key] = state.create(key, text, kind, None, folded.trigrams.get(key), epoch, date)
+        made[key] = state.create(key, text, kind, None, epoch, date)
     for c in {id(c): c for c in clusters.values()}.values():
         if c.key in made:
             continue
         epoch, date = first_date(set(c.members))
-        made[c.key] = state.create(c.key, c.name, "regular", None, folded.trigrams.get(c.key), epoch, date)
+        made[c.key] = state.create(c.key, c.name, "regular", None, epoch, date)
     cluster_of = {m: c.key for c in clusters.values() for m in c.members}
     for i in indexes:
         if i in outcomes:
@@ -365,13 +378,14 @@ def settle_fact(fact_index: int, fact: Fact, items, folded: Folded, exact, decid
         target = key if key in fixed_new else cluster_of.get(key, key)
         ent = made[target]
         how = exact.get(i, CREATED)
-        outcomes[i] = Outcome(ent.id, ent.name, True, decided.get(i, (None, None))[1], how)
+        outcomes[i] = Outcome(ent.id, ent.name, True, decided.get(i, (None, None))[1], how, ent.key)
     return [outcomes[i] for i in indexes]
 
 
 def _record_fact(fact: Fact, indexes: List[int], outcomes: List[Outcome], items, folded: Folded,
                  state: CallState) -> None:
     for n, (i, o) in enumerate(zip(indexes, outcomes)):
+        state.meet(o.entity_id, o.lname)
         state.record_mention(o.entity_id, folded.epochs[i], folded.dates[i])
         state.provenance.append((fact.unit_id, fact.first_ordinal + n, items[i]["text"], o.entity_id,
                                  o.decision, o.score, folded.dates[i]))
@@ -398,14 +412,20 @@ def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, w
     folded = fold_facts(plpy, facts, default_event_date, probe_threshold(cfg))
     exact, regular = classify(items, folded.keys, bank, cfg)
     regular_set = set(regular)
+    # Which of the call's keys could be candidates for which (an entity the
+    # call creates is one of its keys): once, not per fact.
+    near = {}
+    if len(facts) > 1:
+        keyed = {folded.keys[i]: folded.trigrams[folded.keys[i]] for i in list(exact) + regular}
+        near = trigrams.neighbours(keyed, probe_threshold(cfg))
     for attempt in range(MAX_ATTEMPTS):
         view = read_bank(plpy, bank, folded, exact, regular, cfg)
-        state = CallState()
+        state = CallState(near)
         results = []
         for n, fact in enumerate(facts):
             decided = decide_fact(plpy, bank, cfg, n, items, folded, exact, regular_set, view, state)
             outcomes = settle_fact(n, fact, items, folded, exact, decided, view, state, cfg)
-            indexes = [i for i, f in enumerate(folded.fact_of) if f == n]
+            indexes = folded.items_of(n)
             _record_fact(fact, indexes, outcomes, items, folded, state)
             results.append(outcomes)
         if not write:

@@ -8,8 +8,9 @@ round trip, the entities it created itself that a later mention could match,
 and the similar new names it clusters. Standard library only.
 """
 
+import math
 import struct
-from typing import Dict, FrozenSet, Iterable, List, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Tuple
 
 # Trigrams arrive joined by this character, which no trigram contains (pg_trgm
 # keeps letters, digits and padding spaces, or prints a hex code).
@@ -36,47 +37,56 @@ def similarity(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     return _float4(common / (len(a) + len(b) - common))
 
 
-class Reach:
-    """A growing set of keys, searchable for the keys similar enough to a given one."""
+def neighbours(trigrams: Dict[str, FrozenSet[str]], threshold: float) -> Dict[str, List[Tuple[str, float]]]:
+    """For every key, the keys (itself included) whose similarity to it reaches ``threshold``.
 
-    def __init__(self) -> None:
-        self._trigrams: Dict[str, FrozenSet[str]] = {}
-        self._index: Dict[str, Set[str]] = {}
-
-    def add(self, key: str, trigrams: FrozenSet[str]) -> None:
-        if key in self._trigrams:
-            return
-        self._trigrams[key] = trigrams
-        for t in trigrams:
-            self._index.setdefault(t, set()).add(key)
-
-    def __bool__(self) -> bool:
-        return bool(self._trigrams)
-
-    def within(self, trigrams: FrozenSet[str], threshold: float) -> List[Tuple[str, float]]:
-        """(key, similarity) of every key whose similarity reaches ``threshold`` (pg_trgm's %)."""
-        if threshold <= 0:
-            # Every key qualifies, sharing a trigram or not.
-            seen: Set[str] = set(self._trigrams)
-        else:
-            seen = set()
-            for t in trigrams:
-                seen.update(self._index.get(t, ()))
-        out = []
-        for key in seen:
-            sim = similarity(trigrams, self._trigrams[key])
-            if sim >= threshold:
-                out.append((key, sim))
-        return out
+    A similarity join by prefix filtering: each key's trigrams are ordered
+    rarest first, and two keys can reach the threshold only if their first
+    |k| - ceil(t * |k|) + 1 trigrams share one (similarity <= |b| / |a|, so
+    the keys share at least t * |a| trigrams). The common trigrams that make
+    nearly every pair share something are thus never walked; the candidates
+    found get their exact similarity.
+    """
+    keys = sorted(trigrams)
+    if threshold <= 0:
+        return {k: [(o, similarity(trigrams[k], trigrams[o])) for o in keys] for k in keys}
+    frequency: Dict[str, int] = {}
+    for key in keys:
+        for t in trigrams[key]:
+            frequency[t] = frequency.get(t, 0) + 1
+    postings: Dict[str, List[str]] = {}
+    prefixes: Dict[str, List[str]] = {}
+    for key in keys:
+        tri = sorted(trigrams[key], key=lambda t: (frequency[t], t))
+        if not tri:
+            continue
+        # (a margin for float4 rounding: a shorter required overlap only
+        # lengthens the prefix)
+        overlap = max(1, math.ceil(threshold * len(tri) - 0.01))
+        prefix = tri[:len(tri) - overlap + 1]
+        prefixes[key] = prefix
+        for t in prefix:
+            postings.setdefault(t, []).append(key)
+    out: Dict[str, List[Tuple[str, float]]] = {}
+    for key in keys:
+        found = []
+        seen = set()
+        mine = trigrams[key]
+        for t in prefixes.get(key, ()):
+            for other in postings[t]:
+                if other in seen:
+                    continue
+                seen.add(other)
+                sim = similarity(mine, trigrams[other])
+                if sim >= threshold:
+                    found.append((other, sim))
+        out[key] = found
+    return out
 
 
 def similar_pairs(keys: Iterable[str], trigrams: Dict[str, FrozenSet[str]],
                   threshold: float) -> List[Tuple[str, str]]:
-    """Pairs of keys whose similarity reaches ``threshold`` (in-batch clustering)."""
-    reach = Reach()
-    pairs = []
-    for key in sorted(set(keys)):
-        for other, _ in reach.within(trigrams[key], threshold):
-            pairs.append((other, key))
-        reach.add(key, trigrams[key])
-    return pairs
+    """Pairs of distinct keys whose similarity reaches ``threshold`` (in-batch clustering, one fact's new names)."""
+    ordered = sorted(set(keys))
+    return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]
+            if similarity(trigrams[a], trigrams[b]) >= threshold]

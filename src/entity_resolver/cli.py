@@ -663,6 +663,7 @@ def eval_cmd(
     replay: Annotated[str, typer.Option("--replay", help="trigger (INSERT INTO facts) or functions (resolve_mentions + link_unit).")] = "trigger",
     banks_file: Annotated[Optional[Path], typer.Option("--banks", help="Per-bank settings and labels (default: STREAM.banks.json if present).")] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the eval banks for inspection with explain.")] = False,
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Facts per INSERT statement (1: fact by fact).")] = 1,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -671,8 +672,8 @@ def eval_cmd(
 
     with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
         try:
-            result = run_eval(conn, path, schema, replay=replay, banks_file=banks_file, keep=keep)
-        except EvalError as exc:
+            result = run_eval(conn, path, schema, replay=replay, banks_file=banks_file, keep=keep, batch=batch)
+        except (EvalError, ValueError) as exc:
             raise CliError(str(exc)) from None
     if as_json:
         _print_json(result)
@@ -706,6 +707,8 @@ def bench_cmd(
     batches: Annotated[int, typer.Option("--batches", min=1, help="Timed batches per size.")] = 30,
     writer_seconds: Annotated[float, typer.Option("--writer-seconds", min=0.1, help="Seconds per write-throughput run.")] = 12.0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
+    imports: Annotated[bool, typer.Option("--imports/--no-imports", help="Also time imports: default batch, "
+                                          "batch 1 and the 0.1.0 release (about 2 minutes).")] = True,
     dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Time resolution and the write path on generated banks (scratch database; repository checkout only)."""
@@ -719,7 +722,7 @@ def bench_cmd(
     err = _err()
     extra = {"evaluation_out": None} if no_out else {}
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
-                       writer_seconds=writer_seconds,
+                       writer_seconds=writer_seconds, imports=imports,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
     if as_json:
         _print_json(result)

@@ -8,26 +8,25 @@ The stream is the import format (``entity_resolver.importer``): one fact per
 line, each mention optionally carrying ``gold``, the identity it names.
 
 Replay (docs/evaluation.md). Each stream bank is replayed into a fresh bank
-(``eval-<run>-<n>-<bank>``), fact by fact in file order, one transaction per
-fact, through the real write path: ``INSERT INTO facts`` fires the statement
-trigger, which resolves and links the fact, and the statistics it queued are
-applied at commit (``entity_resolver.flush_at_commit`` is forced on, the
-default), so each fact is resolved against the bank the earlier facts left.
+(``eval-<run>-<n>-<bank>``), in file order, through the real write path:
+``INSERT INTO facts`` fires the statement trigger, which resolves, links and
+records each fact, and the statistics it queued are applied at commit
+(``entity_resolver.flush_at_commit`` is forced on, the default). ``batch``
+facts go in one statement and one transaction (1: fact by fact, as an
+application retaining facts one at a time; more: as a bulk import).
 
-The trigger does not return its decisions, and ``unit_entities`` has one row
-per (fact, entity), so a fact whose mentions resolved to different entities
-does not say which mention went where. The per-mention decision is therefore
-read from a shadow call: just before the insert, in a savepoint that is rolled
-back, ``resolve_mentions`` is called with exactly what the trigger will pass
-(the fact's mentions, each with the other mentions of the fact as nearby, the
-fact's event date) and returns one row per mention. Canonical names are unique
-per bank after ``lower()``, so the shadow's ``lower(canonical_name)`` names the
-entity the trigger links. The shadow is checked against the trigger on every
-fact: the set of names it predicts must be the set of entities the fact was
-linked to, else the fact counts in ``trace_mismatches`` (expected 0) and its
-mentions are mapped by name where possible. ``replay="functions"`` instead calls
-``resolve_mentions`` + ``link_unit`` itself (same resolver code, half the cost,
-no facts row).
+The per-mention decision is read from provenance (``mentions``: the entity
+each mention of each fact went to). It is checked against a shadow replay of
+the same facts one at a time: in a savepoint rolled back afterwards, each fact
+of the statement is first resolved by ``resolve_mentions`` with exactly what
+the trigger will pass (its mentions, each with the fact's other mentions as
+nearby, its event date; the prediction) and then inserted alone, so the next
+prediction sees it. Canonical names are unique per bank after ``lower()``, so
+names compare across the rolled-back replay and the real one. A fact whose
+recorded entities differ from the prediction counts in ``trace_mismatches``
+(expected 0 at every batch size: a batch is a speed knob, never a different
+answer). ``replay="functions"`` instead calls ``resolve_mentions`` +
+``link_unit`` itself (same resolver code, no facts row, fact by fact).
 
 Scoring uses only mentions with gold. A mention's predicted cluster is its
 entity, its true cluster its gold identity (per bank: "p-17" in two banks is
@@ -264,42 +263,59 @@ def _text_of(m: Any) -> str:
     return m if isinstance(m, str) else m["text"]
 
 
-def _replay_trigger(rp: _Replay, rec: FactRecord, bank: str) -> List[Tuple[str, str]]:
-    """Insert one fact through the facts trigger; return (entity id, name) per mention."""
-    mentions = _mentions_json(rec)
+def _predict(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> List[List[str]]:
+    """The fact-by-fact reference: per fact, the lowered names resolve_mentions predicts (see above)."""
+    predicted = []
+    with rp.conn.transaction(force_rollback=True):
+        for rec in recs:
+            with rp.conn.transaction(force_rollback=True):
+                predicted.append([key for (key,) in rp.conn.execute(
+                    rp.q("SELECT lower(r.canonical_name) FROM {s}.resolve_mentions("
+                         "%s, %s::jsonb, coalesce(%s::timestamptz, now())) AS r ORDER BY r.ord"),
+                    (bank, _mentions_json(rec), rec.event_date)).fetchall()])
+            _insert(rp, [rec], bank)
+    return predicted
+
+
+def _insert(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> None:
+    """One INSERT statement for the facts, rows in the given order."""
+    rp.conn.execute(
+        rp.q("INSERT INTO {s}.facts (bank_id, id, content, mentions, event_date, fact_id)"
+             " SELECT %s, i, c, m, coalesce(d, now()), f"
+             " FROM unnest(%s::uuid[], %s::text[], %s::jsonb[], %s::timestamptz[], %s::text[]) AS t (i, c, m, d, f)"),
+        (bank, [r.unit_id for r in recs], [r.content for r in recs], [_mentions_json(r) for r in recs],
+         [r.event_date for r in recs], [r.fact_id for r in recs]))
+
+
+def _replay_trigger(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> List[List[Tuple[str, str]]]:
+    """Insert facts of one bank in one statement; return (entity id, name) per mention, per fact."""
     with rp.conn.transaction():
-        with rp.conn.transaction(force_rollback=True):
-            # What the trigger will decide, mention by mention (see the module docstring).
-            shadow = rp.conn.execute(
-                rp.q("SELECT r.ord, lower(r.canonical_name) FROM {s}.resolve_mentions("
-                     "%s, %s::jsonb, coalesce(%s::timestamptz, now())) AS r ORDER BY r.ord"),
-                (bank, mentions, rec.event_date),
-            ).fetchall()
-        rp.conn.execute(
-            rp.q("INSERT INTO {s}.facts (bank_id, id, content, mentions, event_date)"
-                 " VALUES (%s, %s, %s, %s::jsonb, coalesce(%s::timestamptz, now()))"),
-            (bank, rec.unit_id, rec.content, mentions, rec.event_date),
-        )
-        linked = rp.conn.execute(
-            rp.q("SELECT lower(e.canonical_name), e.id::text, e.canonical_name"
-                 " FROM {s}.unit_entities AS ue JOIN {s}.entities AS e"
-                 " ON e.bank_id = ue.bank_id AND e.id = ue.entity_id"
-                 " WHERE ue.bank_id = %s AND ue.unit_id = %s"),
-            (bank, rec.unit_id),
-        ).fetchall()
-    by_key = {key: (ident, name) for key, ident, name in linked}
-    predicted = [key for _, key in shadow]
-    if set(predicted) != set(by_key):
-        rp.trace_mismatches += 1
-        rp.mismatch_lines.append(rec.line)
+        predicted = _predict(rp, recs, bank)
+        _insert(rp, recs, bank)
+        rows = rp.conn.execute(
+            rp.q("SELECT m.unit_id, m.ordinal, e.id::text, e.canonical_name, lower(e.canonical_name)"
+                 " FROM {s}.mentions AS m JOIN {s}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
+                 " WHERE m.bank_id = %s AND m.unit_id = ANY(%s) ORDER BY m.unit_id, m.ordinal"),
+            (bank, [r.unit_id for r in recs])).fetchall()
+    recorded: Dict[Any, List[Tuple[str, str, str]]] = defaultdict(list)
+    for unit, _, ident, name, key in rows:
+        recorded[unit].append((ident, name, key))
     out = []
-    for key in predicted:
-        out.append(by_key.get(key, ("?" + key, key)))
+    for rec, expected in zip(recs, predicted):
+        got = recorded.get(rec.unit_id, [])
+        if [key for _, _, key in got] != expected:
+            rp.trace_mismatches += 1
+            rp.mismatch_lines.append(rec.line)
+        out.append([(ident, name) for ident, name, _ in got])
     return out
 
 
-def _replay_functions(rp: _Replay, rec: FactRecord, bank: str) -> List[Tuple[str, str]]:
-    """resolve_mentions + link_unit in one transaction (the trigger's steps, called directly)."""
+def _replay_functions(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> List[List[Tuple[str, str]]]:
+    """resolve_mentions + link_unit, fact by fact (the trigger's steps, called directly)."""
+    return [_replay_function(rp, rec, bank) for rec in recs]
+
+
+def _replay_function(rp: _Replay, rec: FactRecord, bank: str) -> List[Tuple[str, str]]:
     with rp.conn.transaction():
         rows = rp.conn.execute(
             rp.q("SELECT r.entity_id::text, r.canonical_name FROM {s}.resolve_mentions("
@@ -349,8 +365,19 @@ def _check_installed(conn: psycopg.Connection, schema: str, mode: str) -> None:
                             f"(entity-resolver install --schema {schema})")
 
 
+def _chunks(records: Iterable[FactRecord], size: int) -> Iterable[List[FactRecord]]:
+    chunk: List[FactRecord] = []
+    for rec in records:
+        chunk.append(rec)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
-               banks_file: Optional[Path], keep: bool) -> Tuple[Dict[str, Any], List[Scored]]:
+               banks_file: Optional[Path], keep: bool, batch: int = 1) -> Tuple[Dict[str, Any], List[Scored]]:
     """Replay and score one stream; return the result and the scored mentions."""
     started = time.monotonic()
     checked = scan(conn, path, schema=schema)
@@ -367,19 +394,25 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
         # Normal use: each committed fact applies its statistics at commit.
         conn.execute("SET entity_resolver.flush_at_commit = on")
         _setup_banks(rp, stream_banks, config, run)
-        for rec in iter_facts(path):
-            rp.facts += 1
-            rp.mentions += len(rec.mentions)
-            if not rec.mentions:
-                continue
-            try:
-                decided = replay(rp, rec, rp.banks[rec.bank_id])
-            except psycopg.Error as exc:
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise EvalError(f"{path}: line {rec.line}: the database refused the fact: {first}") from exc
-            for m, gold, (entity, name) in zip(rec.mentions, rec.golds, decided):
-                if gold is not None:
-                    rp.scored.append(Scored(rec.bank_id, rec.line, _text_of(m), gold, entity, name))
+        for chunk in _chunks(iter_facts(path), batch):
+            rp.facts += len(chunk)
+            rp.mentions += sum(len(rec.mentions) for rec in chunk)
+            # One statement per bank of the chunk, as the trigger resolves
+            # the facts of each bank of an INSERT in statement order.
+            for bank in sorted({rec.bank_id for rec in chunk}):
+                recs = [rec for rec in chunk if rec.bank_id == bank and rec.mentions]
+                if not recs:
+                    continue
+                try:
+                    decided = replay(rp, recs, rp.banks[bank])
+                except psycopg.Error as exc:
+                    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    raise EvalError(f"{path}: lines {recs[0].line}-{recs[-1].line}: the database refused "
+                                    f"the facts: {first}") from exc
+                for rec, outcome in zip(recs, decided):
+                    for m, gold, (entity, name) in zip(rec.mentions, rec.golds, outcome):
+                        if gold is not None:
+                            rp.scored.append(Scored(rec.bank_id, rec.line, _text_of(m), gold, entity, name))
         bank_entities = conn.execute(
             rp.q("SELECT bank_id, count(*) FROM {s}.entities WHERE bank_id = ANY(%s) GROUP BY bank_id"),
             (list(rp.banks.values()),)).fetchall()
@@ -394,6 +427,7 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
         "facts": rp.facts,
         "mentions": rp.mentions,
         "replay": mode,
+        "batch": batch,
         "trace_mismatches": rp.trace_mismatches,
         "bank_entities": sum(counts.values()),
     })
@@ -413,7 +447,8 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
 
 def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path],
              schema: str = "entity_resolver", *, replay: str = "trigger",
-             banks_file: Optional[Union[str, Path]] = None, keep: bool = False) -> Dict[str, Any]:
+             banks_file: Optional[Union[str, Path]] = None, keep: bool = False,
+             batch: int = 1) -> Dict[str, Any]:
     """Replay a labelled stream (or every *.jsonl of a directory) and score it.
 
     Returns the metrics as a JSON-ready dict (see docs/evaluation.md). For a
@@ -424,6 +459,10 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
     """
     if replay not in ("trigger", "functions"):
         raise ValueError("replay: must be 'trigger' or 'functions'")
+    if not isinstance(batch, int) or batch < 1:
+        raise ValueError("batch: must be an integer of at least 1")
+    if replay == "functions" and batch != 1:
+        raise ValueError("batch: the functions replay is fact by fact (batch 1)")
     path = Path(path)
     own = isinstance(conn_or_dsn, str)
     conn = psycopg.connect(conn_or_dsn, autocommit=True) if own else conn_or_dsn
@@ -439,7 +478,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
         if not path.is_dir():
             if not path.exists():
                 raise EvalError(f"{path}: no such file")
-            return _eval_file(conn, path, schema, replay, bank_path, keep)[0]
+            return _eval_file(conn, path, schema, replay, bank_path, keep, batch)[0]
         started = time.monotonic()
         files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
         if not files:
@@ -447,7 +486,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
         families: Dict[str, Dict[str, Any]] = {}
         everything: List[Scored] = []
         for f in files:
-            res, scored = _eval_file(conn, f, schema, replay, None, keep)
+            res, scored = _eval_file(conn, f, schema, replay, None, keep, batch)
             families[f.stem] = res
             # Two files may use the same bank id: their identities are still distinct.
             everything.extend(Scored(f"{f.stem}/{m.bank}", m.line, m.text, m.gold, m.entity, m.entity_name)
@@ -458,6 +497,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
             "facts": sum(r["facts"] for r in families.values()),
             "mentions": sum(r["mentions"] for r in families.values()),
             "replay": replay,
+            "batch": batch,
             "trace_mismatches": sum(r["trace_mismatches"] for r in families.values()),
             "bank_entities": sum(r["bank_entities"] for r in families.values()),
             "families": families,

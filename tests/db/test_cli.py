@@ -431,7 +431,7 @@ def test_eval_scores_a_labelled_stream(cli, tmp_path):
 
 def test_bench_runs_on_a_tiny_bank(cli, pg_cluster):
     result = CliRunner().invoke(app, ["bench", "--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
-                                      "--writer-seconds", "0.2", "--no-out", "--json"], env=CLEAN_ENV)
+                                      "--writer-seconds", "0.2", "--no-out", "--no-imports", "--json"], env=CLEAN_ENV)
     assert result.exit_code == 0, result.output
     assert "300" in json.loads(result.stdout)["sizes"]
 

@@ -187,3 +187,32 @@ def test_immediate_shutdown_during_load_keeps_counts_consistent_with_committed_f
             " LEFT JOIN entity_resolver.facts f ON f.bank_id = ue.bank_id AND f.id = ue.unit_id"
             " WHERE f.id IS NULL").fetchone()[0]
         assert linked == 0
+
+
+@pytest.mark.parametrize("run", range(10))
+def test_transactions_of_several_fact_inserts_never_deadlock(conn, connect, run):
+    # Issue 10's pattern: eight writers whose transactions insert 1 to 4
+    # facts as separate INSERT statements, over 16 names in varying case.
+    # Sorting inside one statement cannot order names across the statements
+    # of a transaction; the bank's creation lock does (plpython/locks.py).
+    sessions = [connect(autocommit=False) for _ in range(8)]
+
+    def writer(session, seed):
+        rng = random.Random(seed)
+
+        def go(stop):
+            while not stop.is_set():
+                for fact in random_facts(rng):
+                    insert_facts(session, "team", [fact])
+                session.commit()
+        return go
+
+    errors = run_for(1.5, [writer(s, run * 100 + n) for n, s in enumerate(sessions)])
+    for s in sessions:
+        s.rollback()
+    assert errors == []
+    mentions, pairs = expected_from_facts(conn, "team")
+    assert sum(mentions.values()) > 50                     # the load was real
+    assert mention_counts(conn, "team") == mentions
+    assert pair_counts(conn, "team") == pairs
+    assert conn.execute("SELECT entity_resolver.rebuild_stats('team') ->> 'differences'").fetchone()[0] == "0"
