@@ -4,13 +4,30 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit demo lint setup system-deps bench soak clean extension install-extension lint-extension
+.PHONY: test unit test-citus citus demo lint setup system-deps bench soak clean extension install-extension lint-extension
 
 test: setup lint install-extension lint-extension
 	$(PY) -m pytest -q
 
 unit: setup
 	$(PY) -m pytest -q tests/unit
+
+# The distributed tests: a Citus coordinator and workers on this machine.
+# Citus is built from ../shared/citus when it is not installed (once per
+# machine, a few minutes); elsewhere install Citus's own packages first.
+CITUS_BUILD ?= ../shared/citus/build.sh
+
+test-citus: setup citus
+	$(PY) -m pytest -q tests/citus
+
+citus: setup
+	@if $(PY) -c 'import sys; from entity_resolver.citus_cluster import citus_installed; sys.exit(not citus_installed())'; then \
+		:; \
+	elif [ -x "$(CITUS_BUILD)" ]; then \
+		"$(CITUS_BUILD)"; \
+	else \
+		echo "Citus is not installed for this PostgreSQL and $(CITUS_BUILD) is missing: install Citus (https://docs.citusdata.com)"; exit 1; \
+	fi
 
 demo: setup
 	$(VENV)/bin/entity-resolver demo

@@ -15,7 +15,7 @@ import shutil
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SERVER_USER = "entity_resolver"
@@ -77,6 +77,10 @@ class EmbeddedCluster:
     port: int | None = None
     superuser: str = "postgres"
     fsync: bool = True
+    # Further postgresql.conf lines written at init, e.g.
+    # {"shared_preload_libraries": "'citus'"} for a Citus node; values are
+    # written as given (quote strings), and override the defaults below.
+    extra_settings: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.datadir = Path(self.datadir)
@@ -143,6 +147,7 @@ class EmbeddedCluster:
             "full_page_writes": "on" if self.fsync else "off",
             "track_functions": "'pl'",
             "max_locks_per_transaction": "256",
+            **self.extra_settings,
         }
         with open(self.datadir / "postgresql.auto.conf", "a") as fh:
             for k, v in settings.items():
