@@ -35,8 +35,6 @@ in date order. Each family is one bank. What a correct resolver does:
                           district and football club, "Amazon" company and
                           river. Mentions carry ``"type"`` (person / place /
                           organization, a few capitalised, a quarter untyped).
-                          The importer does not accept ``type`` yet, so this
-                          family is written to ``bench/corpora_pending/``.
 
 Standard library only; the output depends on nothing but SEED.
 """
@@ -54,7 +52,6 @@ from bench.generate_corpora import TOPICS, Mention, Stream, at, person_gold, slu
 SEED = 20260314
 BENCH = Path(__file__).resolve().parent
 CORPORA = BENCH / "corpora"
-PENDING = BENCH / "corpora_pending"
 
 # Fictional employers (never the organisations under test in org_suffixes).
 EMPLOYERS = [
@@ -378,7 +375,7 @@ FAMILIES: Dict[str, Tuple[Callable[[random.Random], Stream], Path]] = {
     "org_suffixes": (org_suffixes, CORPORA),
     "bare_names": (bare_names, CORPORA),
     # The importer refuses a mention's "type" until issue 14's typed mentions land.
-    "typed_homographs": (typed_homographs, PENDING),
+    "typed_homographs": (typed_homographs, CORPORA),
 }
 
 

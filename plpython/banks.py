@@ -11,6 +11,7 @@ from typing import Any, Dict, NamedTuple, Optional
 import db
 import labels
 import locks
+import names
 import settings as settings_mod
 from errors import InputError
 from mentions import load_json
@@ -157,3 +158,26 @@ def labels_json_schema(plpy, bank_id: str) -> str:
                   " LEFT JOIN banks AS b ON b.bank_id = c.id", ["text"], [bank_id])
     config = json.loads(rows[0]["l"]) if rows and rows[0]["l"] else {}
     return json.dumps(labels.json_schema(config))
+
+
+SQL_NAME_DATA = """
+SELECT 'v' AS kind, lower(v.name) AS a, lower(v.variant) AS b FROM name_variants AS v
+UNION ALL
+SELECT 's', lower(s.form), NULL FROM org_suffixes AS s
+"""
+
+_NAME_DATA = {}
+
+
+def name_data(plpy, cfg: Dict[str, Any]) -> names.NameData:
+    """The shipped name data (nicknames, legal forms), read once per session; empty when no lever needs it."""
+    if not (settings_mod.lever(cfg, "name_variants") or settings_mod.lever(cfg, "org_suffixes")
+            or settings_mod.lever(cfg, "bare_names")):
+        return names.EMPTY
+    data = _NAME_DATA.get("data")
+    if data is None:
+        rows = db.run(plpy, "name_data", SQL_NAME_DATA, [], [])
+        data = names.NameData([(r["a"], r["b"]) for r in rows if r["kind"] == "v"],
+                              [r["a"] for r in rows if r["kind"] == "s"])
+        _NAME_DATA["data"] = data
+    return data

@@ -25,6 +25,10 @@ class Entity(NamedTuple):
     kind: str
     type: Optional[str]
 
+    @property
+    def lname(self) -> str:
+        return self.key
+
 
 def pair(a: str, b: str) -> Tuple[str, str]:
     """An unordered pair as the bank stores it: the smaller id first (uuid order = text order)."""
@@ -35,7 +39,7 @@ class CallState:
     """The overlay of one call (see the module docstring)."""
 
     def __init__(self, near: Optional[Dict[str, List[Tuple[str, float]]]] = None) -> None:
-        self.created: Dict[str, Entity] = {}          # key -> entity created by the call
+        self.created: Dict[str, List[Entity]] = {}    # key -> entities created by the call (one per type)
         self.by_id: Dict[str, Entity] = {}
         # The call's keys within probe reach of each other (trigrams.neighbours):
         # an entity the call creates is one of its keys.
@@ -53,6 +57,9 @@ class CallState:
         self.seen_names: Dict[str, str] = {}
         self.name_of: Dict[str, str] = {}
         self.lost: Set[str] = set()                   # provisional ids another session's entity replaced
+        # alias memory (memory.py): form -> {entity id: (type, name, lowered name)} it was
+        # resolved to with confidence
+        self.memory: Dict[str, Dict[str, Tuple[Optional[str], str, str]]] = {}
 
     # -- entities ----------------------------------------------------------------
 
@@ -60,7 +67,7 @@ class CallState:
                epoch: Optional[float], date: Optional[str]) -> Entity:
         """Register a new entity (a fresh id) and make it findable by later facts."""
         ent = Entity(str(uuid.uuid4()), key, name, kind, etype)
-        self.created[key] = ent
+        self.created.setdefault(key, []).append(ent)
         self.by_id[ent.id] = ent
         self.meet(ent.id, key)
         self.first_dates[ent.id] = (epoch, date)
@@ -72,11 +79,18 @@ class CallState:
             return []
         out = []
         for other, sim in self.near.get(key, ()):
-            ent = self.created.get(other)
-            # Label rows are never fuzzy candidates.
-            if ent is not None and ent.kind != "label":
-                out.append(Candidate(ent.id, other, sim, None, entity_type=ent.type))
+            for ent in self.created.get(other, ()):
+                # Label rows are never fuzzy candidates.
+                if ent.kind != "label":
+                    out.append(Candidate(ent.id, other, sim, None, entity_type=ent.type))
         return out
+
+    def created_named(self, key: str, etype: Optional[str]) -> Optional[Entity]:
+        """The entity the call created with this exact name, for a mention of this type (as name_hit)."""
+        ents = self.created.get(key, ())
+        if etype is None:
+            return ents[0] if ents else None
+        return next((e for e in ents if e.type == etype), None) or next((e for e in ents if e.type is None), None)
 
     def meet(self, entity_id: str, lname: str) -> None:
         self.seen_names[lname] = entity_id

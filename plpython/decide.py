@@ -6,11 +6,15 @@ by construction. Standard library only.
 """
 
 from datetime import datetime
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
+import names as names_mod
 import scoring
-from scoring import CHOSEN, OUTSCORED, PRECISION, Candidate, Evaluation, passes_threshold
+import words
+from scoring import (AMBIGUOUS, BELOW_THRESHOLD, CHOSEN, NEEDS_CONTEXT, OUTSCORED, PRECISION, Candidate, Evaluation,
+                     passes_threshold)
 from screen import Screened, screen
+from settings import lever
 
 
 def best_evaluation(evaluations: Iterable[Evaluation]) -> Optional[Evaluation]:
@@ -28,9 +32,16 @@ def best_evaluation(evaluations: Iterable[Evaluation]) -> Optional[Evaluation]:
     return best
 
 
+# How much of the nearby context an ambiguous name needs before it is merged
+# into one of the entities it fits: a partner seen with few others among a
+# handful of nearby names (1 of 2 names with degree up to 4 gives 0.25); a hub
+# next to everyone (degree 100: 0.05 a name) is not enough.
+MIN_CONTEXT = 0.2
+
+
 def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
-           event_date: Optional[datetime],
-           settings: Dict[str, Any]) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+           event_date: Optional[datetime], settings: Dict[str, Any],
+           names: Optional[names_mod.NameData] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """The second phase of ``evaluate``: score the screened survivors and choose among them."""
     threshold = settings["threshold"]
     context = scoring.distinct_nearby(nearby, mention)
@@ -44,22 +55,127 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
         evaluations.append(ev)
         scored.append(ev)
 
-    best = best_evaluation(scored)
-    if best is None or not passes_threshold(best.score, threshold):
+    best, forced = choose(mention, scored, settings, names, context)
+    if best is None or (not forced and not passes_threshold(best.score, threshold)):
         # A duplicate is recoverable, a bad merge is not: nothing good enough
         # means a new entity, and every scored candidate says why.
         return evaluations, None
     for ev in scored:
         if ev is best:
             ev.decision = CHOSEN
-        elif passes_threshold(ev.score, threshold):
+        elif ev.decision == BELOW_THRESHOLD and passes_threshold(ev.score, threshold):
             ev.decision = OUTSCORED
     return evaluations, best
 
 
+def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
+           names: Optional[names_mod.NameData], context: FrozenSet[str] = frozenset()
+           ) -> Tuple[Optional[Evaluation], bool]:
+    """The candidate to choose, and whether a lever chose it (then no threshold applies)."""
+    best = best_evaluation(scored)
+    if settings.get("profile") != "enhanced" or not scored:
+        return best, False
+    fitting = _name_fits(mention, scored, settings, names)
+    if len(fitting) >= 2:
+        return _by_context(fitting, context)
+    if len(fitting) == 1:
+        _one_word_fits(fitting[0], settings)
+        best = best_evaluation(scored)
+    if best is not None and best.candidate.how in ("initial", "variant") and lever(settings, "name_variants"):
+        # An initial or a nickname is weaker evidence than the word: it needs context.
+        if best.cooccurrence < MIN_CONTEXT:
+            best.decision = NEEDS_CONTEXT
+            best.lever = "name_variants"
+            rest = [ev for ev in scored if ev is not best and ev.candidate.how not in ("initial", "variant")]
+            return best_evaluation(rest), False
+        best.lever = "name_variants"
+    if best is not None and best.candidate.how == "org_suffix":
+        best.lever = "org_suffixes"
+    return best, False
+
+
+def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
+               names: Optional[names_mod.NameData]) -> List[Evaluation]:
+    """The candidates a name fits equally well when several entities could be meant.
+
+    A one-word mention (bare_names lever): every entity with that word in its
+    name ("alex": "Alex", "Alex Kim", "Alex Morgan"), nicknames counted; an
+    untyped mention (typed_mentions lever): every entity of the identical name
+    ("Jordan" the person, the country).
+    """
+    tokens = words.split_words(mention)
+    if lever(settings, "bare_names") and len(tokens) == 1:
+        word = tokens[0]
+        eq = names.equivalents(word) if names is not None and lever(settings, "name_variants") else frozenset()
+        fits = [ev for ev in scored
+                if word in words.split_words(ev.candidate.name) or eq & set(words.split_words(ev.candidate.name))]
+        if len(fits) >= 2 or (fits and not scoring.is_identical(fits[0].candidate)):
+            for ev in fits:
+                ev.lever = "bare_names"
+            return fits
+    if lever(settings, "typed_mentions"):
+        same = [ev for ev in scored if scoring.is_identical(ev.candidate) and ev.candidate.how != "org_suffix"]
+        if len({ev.candidate.entity_type for ev in same}) >= 2:
+            for ev in same:
+                ev.lever = "typed_mentions"
+            return same
+    return []
+
+
+def _one_word_fits(ev: Evaluation, settings: Dict[str, Any]) -> None:
+    """A one-word mention that is a word of one entity's name only ("Nina", "Nina Ross"): the name fits.
+
+    The name signal is then 1.0 rather than the spelling ratio of the word to
+    the whole name; the other signals still decide whether the threshold is
+    reached.
+    """
+    ev.name_similarity = 1.0
+    ev.score = scoring.weighted(settings, 1.0, ev.cooccurrence, ev.recency)
+
+
+def exclusive_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Dict[int, float]:
+    """Each fitting candidate's co-occurrence over the nearby names only it is a partner of.
+
+    A nearby name that several of the entities a name fits have been seen
+    with ("the team", next to both Ana Silva and Ana Costa) cannot tell them
+    apart, whatever its degree.
+    """
+    seen: Dict[str, int] = {}
+    for ev in fitting:
+        for n in ev.candidate.partners:
+            seen[n] = seen.get(n, 0) + 1
+    return {id(ev): scoring.damped_share(context, {n: d for n, d in ev.candidate.partners.items() if seen[n] == 1})
+            for ev in fitting}
+
+
+def _by_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Tuple[Optional[Evaluation], bool]:
+    """Among entities a name fits equally, the context chooses; never the spelling alone.
+
+    The full-name entity with clearly the most context only it has
+    (exclusive_context among the full names: at least MIN_CONTEXT, more than
+    any other) is chosen; without one, the entity that is exactly the name and
+    untyped (the bare "Alex", which holds the mentions nobody could place), or
+    none: a new entity, never a merge into a full name on a guess.
+    """
+    for ev in fitting:
+        ev.decision = AMBIGUOUS
+    exact = [ev for ev in fitting if scoring.is_identical(ev.candidate) and ev.candidate.entity_type is None]
+    full = [ev for ev in fitting if ev not in exact]
+    if full:
+        share = exclusive_context(full, context)
+        ranked = sorted(full, key=lambda ev: -share[id(ev)])
+        top = share[id(ranked[0])]
+        if top >= MIN_CONTEXT and (len(ranked) == 1 or top > share[id(ranked[1])]):
+            return ranked[0], True
+    if exact:
+        return exact[0], True
+    return None, True
+
+
 def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str],
              event_date: Optional[datetime], settings: Dict[str, Any],
-             stop_at_identical: bool = False) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+             stop_at_identical: bool = False, mention_type: Optional[str] = None,
+             names: Optional[names_mod.NameData] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """Evaluate candidates in probe order; return all evaluations and the chosen one (or None).
 
     ``candidates`` must be in probe order (trigram similarity descending,
@@ -75,5 +191,5 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
     the best score are the same as without it. Resolution uses it (through
     ``screen`` and ``decide``); explain_mention evaluates every candidate.
     """
-    return decide(mention, screen(mention, candidates, settings, stop_at_identical),
-                  nearby, event_date, settings)
+    return decide(mention, screen(mention, candidates, settings, stop_at_identical, mention_type, names),
+                  nearby, event_date, settings, names)

@@ -1,18 +1,25 @@
 """explain_mention: every candidate of a mention with its signals and the decision on it.
 
 It runs the same decision function as resolution (decide.evaluate) on a
-deeper probe, so what it prints is what resolution did, plus the near misses
-under the floor. It writes nothing.
+deeper probe, with the same probe forms (candidates.forms_of), the same
+context (context.fill_partners) and the same exact look-ups (alias, alias
+memory), so what it prints is what resolution did, plus the near misses under
+the floor. It writes nothing.
 """
 
 import banks
+import candidates as candidates_mod
+import context
 import db
 import decide
+import memory
 import probe
 import scoring
+from callstate import CallState
 from fold import fold
-from mentions import check_text, datetime_of
-from resolve import ALIAS, probe_threshold
+from mentions import check_text, check_type, datetime_of
+from resolve import ALIAS, MEMORY
+from settings import lever
 
 # explain_mention probes lower than resolution so that near misses under the
 # floor are visible too.
@@ -20,61 +27,93 @@ EXPLAIN_PROBE = 0.15
 EXPLAIN_LABEL_ROWS = 20
 
 
-def _row(cand_id, name, trigram, tokens=None, name_sim=None, cooc=None, recency=None, score=None,
-         decision=scoring.BELOW_FLOOR):
-    return {"candidate_id": cand_id, "canonical_name": name, "trigram_similarity": trigram,
-            "tokens_compatible": tokens, "name_similarity": name_sim, "cooccurrence": cooc,
-            "recency": recency, "score": score, "decision": decision}
+def _row(cand, name, ev=None, decision=scoring.BELOW_FLOOR):
+    out = {"candidate_id": cand.id, "canonical_name": name, "trigram_similarity": cand.trigram_similarity,
+           "tokens_compatible": None, "name_similarity": None, "cooccurrence": None, "recency": None,
+           "score": None, "decision": decision, "matched_form": cand.form, "lever": None}
+    if ev is not None:
+        out.update(tokens_compatible=ev.tokens_compatible, name_similarity=ev.name_similarity,
+                   cooccurrence=ev.cooccurrence, recency=ev.recency, score=ev.score, decision=ev.decision,
+                   lever=ev.lever)
+    return out
 
 
-def _exact_row(hit, decision):
-    return _row(hit.id, hit.name, 1.0, True, 1.0, None, None, 1.0, decision)
+def _exact_row(entity_id, name, decision, lever_name=None):
+    return {"candidate_id": entity_id, "canonical_name": name, "trigram_similarity": 1.0,
+            "tokens_compatible": True, "name_similarity": 1.0, "cooccurrence": None, "recency": None,
+            "score": 1.0 if decision != MEMORY else None, "decision": decision, "matched_form": None,
+            "lever": lever_name}
 
 
-def explain(plpy, bank_id, mention, nearby, event_date):
+def _probed(plpy, bank_id, forms, cfg):
+    """Regular candidates of every form (merged per entity, as resolution merges them) and label rows."""
+    best, labels, names = {}, {}, {}
+    key = forms[0]
+    for form in forms:
+        for r in probe.explain_candidates(plpy, bank_id, form, cfg["max_candidates"], EXPLAIN_LABEL_ROWS):
+            names[r["id"]] = r["canonical_name"]
+            cand = scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), r["is_label"],
+                                     {}, r["entity_type"], None if form == key else form)
+            into = labels if r["is_label"] else best
+            old = into.get(r["id"])
+            if old is None or cand.trigram_similarity > old.trigram_similarity:
+                into[r["id"]] = cand
+    # Probe order: similarity descending, then name, type and id (labels
+    # interleaved; they are never scored, so they cannot change a tie).
+    return sorted(list(best.values()) + list(labels.values()), key=probe.order_key), names
+
+
+def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     """Return explain_mention's rows: every candidate with its signals and decision."""
     db.start_call()
     check_text(mention, "mention")
+    check_type(mention_type, "mention_type")
     bank = banks.read_bank(plpy, bank_id)
     cfg = bank.cfg
-    probe_at = probe_threshold(cfg)
+    data = banks.name_data(plpy, cfg)
+    probe_at = candidates_mod.probe_threshold(cfg)
     texts = [mention] + [x for x in (nearby or []) if x is not None]
+    typed = mention_type is not None and lever(cfg, "typed_mentions")
+    if typed:
+        texts.append(mention_type)
     lowered, epochs, _ = fold(plpy, texts, [event_date], min(EXPLAIN_PROBE, probe_at), ["event_date"])
-    key, near = lowered[0], lowered[1:]
+    key = lowered[0]
+    near = lowered[1:-1] if typed else lowered[1:]
+    wanted = lowered[-1].strip() if typed else None
     is_label = bool(bank.matcher) and bank.matcher.is_label(key)
-    hits = probe.exact(plpy, bank_id, [key] if is_label else [], [] if is_label else [key])
-    if key in hits:
-        # A label resolves by exact match only, an alias names its entity:
-        # the row it names is the decision.
-        return [_exact_row(hits[key], scoring.CHOSEN if is_label else ALIAS)]
-    if is_label:
-        return []
-    rows = probe.explain_candidates(plpy, bank_id, key, cfg["max_candidates"], EXPLAIN_LABEL_ROWS)
-    regular = [r["id"] for r in rows if not r["is_label"]]
-    ctx = probe.context(plpy, bank_id, regular, near, (), bank.pending) if regular else None
-    # Probe order: similarity descending, then name, then id (labels
-    # interleaved; they are never scored, so they cannot change a tie).
-    rows.sort(key=lambda r: (-r["sim"], r["name"], r["id"]))
-    probed = []
-    for r in rows:
-        partners = {}
-        if ctx is not None:
-            partners = {name: ctx.degree[n] for name, n in ctx.near.items() if (r["id"], n) in ctx.pairs}
-        probed.append(scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]),
-                                        r["is_label"], partners, r["entity_type"]))
+    exact = _exact(plpy, bank_id, key, wanted, is_label, cfg)
+    if exact is not None or is_label:
+        return exact or []
+    forms = candidates_mod.forms_of(key, cfg, data)
+    probed, names = _probed(plpy, bank_id, forms, cfg)
     # Resolution's probe (pg_trgm %, compared like this) never sees a regular
     # row under its threshold.
-    unprobed = {r["id"] for r in rows if not r["is_label"] and r["sim"] < probe_at}
-    evaluations, _ = decide.evaluate(key, [c for c in probed if c.id not in unprobed], near,
-                                     datetime_of(epochs[0]), cfg)
+    seen = [c for c in probed if c.is_label or c.trigram_similarity >= probe_at]
+    regular = [c for c in seen if not c.is_label]
+    if regular:
+        context.fill_partners(plpy, bank, regular, set(n for n in near if n), CallState(), cfg, data)
+    evaluations, _ = decide.evaluate(key, seen, near, datetime_of(epochs[0]), cfg, mention_type=wanted,
+                                     names=data)
     by_id = {ev.candidate.id: ev for ev in evaluations}
-    names = {r["id"]: r["canonical_name"] for r in rows}
     out = []
     for cand in probed:
         ev = by_id.get(cand.id)
-        if ev is None:
-            out.append(_row(cand.id, names[cand.id], cand.trigram_similarity))
-            continue
-        out.append(_row(cand.id, names[cand.id], cand.trigram_similarity, ev.tokens_compatible,
-                        ev.name_similarity, ev.cooccurrence, ev.recency, ev.score, ev.decision))
+        out.append(_row(ev.candidate if ev is not None else cand, names[cand.id], ev))
     return out
+
+
+def _exact(plpy, bank_id, key, wanted, is_label, cfg):
+    """The row of a label, an alias or a remembered form, which resolve without scoring; else None."""
+    remember = [key] if not is_label and memory.remembers(key, cfg) else []
+    hits = probe.exact(plpy, bank_id, [key], [] if is_label else [key], remember, memory.MEMORY_MIN_SCORE)
+    if is_label:
+        # A label resolves by exact match only: the row it names is the decision.
+        hit = probe.name_hit(hits, key, None)
+        return [_exact_row(hit.id, hit.name, scoring.CHOSEN)] if hit is not None else None
+    hit = probe.alias_hit(hits, key)
+    if hit is not None and (wanted is None or hit.type is None or hit.type == wanted):
+        return [_exact_row(hit.id, hit.name, ALIAS)]
+    found = memory.remembered(key, wanted, hits, CallState(), cfg)
+    if found is not None:
+        return [_exact_row(found[0], found[1], MEMORY, "alias_memory")]
+    return None

@@ -9,6 +9,7 @@ SET pg_trgm.similarity_threshold.
 """
 
 import json
+from typing import Dict, List, NamedTuple, Optional
 
 import db
 import trigrams
@@ -89,3 +90,75 @@ def fold_call(plpy, texts, dates, probe, date_arguments, n_keys):
         raise outcome.error
     _check_range(row, date_arguments)
     return row["lowered"], row["epochs"], row["dates"], row["trigrams"]
+
+
+class Folded(NamedTuple):
+    """Every item of a call after folding, flat, in call order."""
+
+    keys: List[str]
+    nearby: List[List[str]]
+    epochs: List[Optional[float]]
+    dates: List[Optional[str]]
+    trigrams: Dict[str, frozenset]
+    fact_of: List[int]
+    spans: List[range]              # per fact, the indexes of its items (contiguous)
+    types: List[Optional[str]]      # each item's type, lowered (None: untyped)
+
+    def items_of(self, fact_index: int) -> range:
+        return self.spans[fact_index]
+
+
+def _dates(facts, items, fact_of, default_event_date):
+    """Each item's date and the argument that names it: its own, its fact's, or the call's."""
+    dates, arguments = [], []
+    for i, it in enumerate(items):
+        fact = facts[fact_of[i]]
+        # An element's own event_date ("" included, which is not a date) is
+        # named by its argument; a missing one takes its fact's, then the call's.
+        if it.get("event_date") is not None:
+            dates.append(it["event_date"])
+            arguments.append(it.get("date_argument") or "mentions[%d].event_date" % i)
+        elif fact.event_date is not None:
+            dates.append(fact.event_date)
+            arguments.append("event_date")
+        else:
+            dates.append(default_event_date)
+            arguments.append("event_date")
+    return dates, arguments
+
+
+def fold_facts(plpy, facts, default_event_date, probe_at: float, typed: bool) -> Folded:
+    """Lowercase every text, nearby name and type, parse every date, take every key's trigrams (one statement)."""
+    items = [it for f in facts for it in f.items]
+    fact_of = [n for n, f in enumerate(facts) for _ in f.items]
+    texts = [it["text"] for it in items]
+    spans, type_at = [], []
+    for it in items:
+        start = len(texts)
+        if it.get("nearby") is not None:
+            texts.extend(x for x in it["nearby"] if isinstance(x, str))
+        spans.append((start, len(texts)))
+    for it in items:
+        if typed and it.get("type") is not None:
+            type_at.append(len(texts))
+            texts.append(it["type"])
+        else:
+            type_at.append(None)
+    dates, arguments = _dates(facts, items, fact_of, default_event_date)
+    n = len(items)
+    lowered, epochs, canon, tri = fold_call(plpy, texts, dates, probe_at, arguments, n)
+    keys = lowered[:n]
+    fact_spans, start = [], 0
+    for f in facts:
+        fact_spans.append(range(start, start + len(f.items)))
+        start += len(f.items)
+    nearby = []
+    for i, it in enumerate(items):
+        if it.get("nearby") is None:
+            # No nearby given: the other mentions of the same fact.
+            nearby.append([keys[j] for j in fact_spans[fact_of[i]] if j != i])
+        else:
+            nearby.append(lowered[spans[i][0]:spans[i][1]])
+    types = [lowered[t].strip() if t is not None else None for t in type_at]
+    return Folded(keys, nearby, epochs, canon, {k: trigrams.parse(t) for k, t in zip(keys, tri)}, fact_of,
+                  fact_spans, types)

@@ -21,7 +21,10 @@ from errors import InputError, type_name
 # are at most 2,000 bytes, which with a 100-character bank id stays under the
 # index's limit of about 2,700 bytes. Longer names are refused, not truncated.
 MAX_NAME_CHARS = 500
-ELEMENT_KEYS = ("text", "nearby", "event_date", "resolve")
+ELEMENT_KEYS = ("text", "nearby", "event_date", "resolve", "type")
+# An entity type as a caller names it ("person", "organization", "place"):
+# free text, case-folded by PostgreSQL; the limit of entities.entity_type.
+MAX_TYPE_CHARS = 100
 
 # Python's datetime spans years 1 to 9999; PostgreSQL's timestamptz goes
 # further and has 'infinity'. An event date outside this span is refused
@@ -64,13 +67,24 @@ def load_json(raw: str, argument: str) -> Any:
 
 
 def item(text: str, where: str, nearby: Optional[List[str]] = None, event_date: Optional[str] = None,
-         resolve: bool = True, text_argument: Optional[str] = None) -> Dict[str, Any]:
+         resolve: bool = True, text_argument: Optional[str] = None, etype: Optional[str] = None) -> Dict[str, Any]:
     """One mention item as the resolver takes it; arguments name it in error messages."""
     # nearby_given: the caller's own list (bounded by max_nearby_per_mention),
     # not the fact's other mentions filled in later (bounded per fact).
     return {"text": text, "nearby": nearby, "event_date": event_date, "resolve": resolve,
             "text_argument": text_argument or where, "date_argument": where + ".event_date",
-            "nearby_given": nearby is not None}
+            "nearby_given": nearby is not None, "type": etype}
+
+
+def check_type(etype: Optional[str], argument: str) -> None:
+    """A mention's type, when given: not blank, at most MAX_TYPE_CHARS characters."""
+    if etype is None:
+        return
+    if not etype.strip():
+        raise InputError("must not be empty or blank", argument)
+    if len(etype) > MAX_TYPE_CHARS:
+        raise InputError("is %d characters long; types are limited to %d characters"
+                         % (len(etype), MAX_TYPE_CHARS), argument, "22001")
 
 
 def parse_element(elem: Any, where: str) -> Dict[str, Any]:
@@ -98,7 +112,11 @@ def parse_element(elem: Any, where: str) -> Dict[str, Any]:
         resolve = True
     if not isinstance(resolve, bool):
         raise InputError("must be true or false, got %s" % type_name(resolve), where + ".resolve")
-    return item(elem["text"], where, nearby, date, resolve, where + ".text")
+    etype = elem.get("type")
+    if etype is not None and not isinstance(etype, str):
+        raise InputError("must be a string, got %s" % type_name(etype), where + ".type")
+    check_type(etype, where + ".type")
+    return item(elem["text"], where, nearby, date, resolve, where + ".text", etype)
 
 
 def parse_mentions(raw: Optional[str], argument: str = "mentions") -> List[Dict[str, Any]]:

@@ -14,6 +14,7 @@ transaction would after the flush at commit.
 from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 import db
+import trigrams
 from mentions import datetime_of
 from scoring import Candidate
 
@@ -25,26 +26,43 @@ class Hit(NamedTuple):
     name: str
     kind: str
     type: Optional[str] = None
-    via: str = "name"        # "name" or "alias"
+    via: str = "name"        # "name", "alias" or "memory"
     lname: str = ""          # lower(canonical_name)
+    entities: int = 1        # memory: how many entities the form went to with confidence
 
 
 SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
-       'name' AS via, lower(e.canonical_name) AS lname
+       'name' AS via, lower(e.canonical_name) AS lname, 1::bigint AS n
   FROM entities AS e
  WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($2::text[])
 UNION ALL
 SELECT lower(a.alias), e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'alias',
-       lower(e.canonical_name)
+       lower(e.canonical_name), 1
   FROM entity_aliases AS a
   JOIN entities AS e ON e.bank_id = a.bank_id AND e.id = a.entity_id
  WHERE a.bank_id = $1 AND lower(a.alias) = ANY ($3::text[])
 """
 
-# Ties on similarity go to the smaller name, then id: names are unique per
-# bank, so the order never depends on random ids, and a stream loaded in one
-# statement or one fact at a time meets its candidates in the same order.
+# alias_memory (decide.py, MEMORY_MIN_SCORE): the entities a form was resolved
+# to with confidence, from the provenance (so forgetting, merging and
+# splitting keep it true): one of them, and how many there are.
+SQL_MEMORY = """
+UNION ALL
+SELECT r.key, e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'memory', lower(e.canonical_name), r.n
+  FROM (SELECT lower(m.mention COLLATE @collate@) AS key, min(m.entity_id::text) AS id,
+               count(DISTINCT m.entity_id) AS n
+          FROM mentions AS m
+         WHERE m.bank_id = $1 AND lower(m.mention COLLATE @collate@) = ANY ($4::text[])
+           AND m.decision = 'resolved' AND m.score >= $5
+         GROUP BY lower(m.mention COLLATE @collate@)) AS r
+  JOIN entities AS e ON e.bank_id = $1 AND e.id = r.id::uuid
+"""
+
+# Ties on similarity go to the smaller name, then type, then id: a name is
+# unique per bank and type, so the order never depends on random ids, and a
+# stream loaded in one statement or one fact at a time meets its candidates
+# in the same order.
 SQL_CANDIDATES = """
 SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 AS sim,
        c.last_seen, c.entity_type
@@ -57,10 +75,10 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
         WHERE e.bank_id = $1
           AND e.entity_kind <> 'label'
           AND lower(e.canonical_name) OPERATOR(@trgm@.%) q.m
-        ORDER BY sim DESC, lower(e.canonical_name), e.id
+        ORDER BY sim DESC, lower(e.canonical_name), coalesce(e.entity_type, ''), e.id
         LIMIT $3
        ) AS c
- ORDER BY q.i, c.sim DESC, c.name, c.id
+ ORDER BY q.i, c.sim DESC, c.name, coalesce(c.entity_type, ''), c.id
 """
 
 # explain_mention: regular rows at a lower probe (plus the label rows, which
@@ -72,7 +90,7 @@ SQL_EXPLAIN_CANDIDATES = """
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind <> 'label'
     AND lower(e.canonical_name) OPERATOR(@trgm@.%) $2
-  ORDER BY sim DESC, lower(e.canonical_name), e.id
+  ORDER BY sim DESC, lower(e.canonical_name), coalesce(e.entity_type, ''), e.id
   LIMIT $3)
 UNION ALL
 (SELECT e.id::text, e.canonical_name, lower(e.canonical_name),
@@ -81,7 +99,7 @@ UNION ALL
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind = 'label'
     AND lower(e.canonical_name) OPERATOR(@trgm@.%) $2
-  ORDER BY sim DESC, lower(e.canonical_name), e.id
+  ORDER BY sim DESC, lower(e.canonical_name), coalesce(e.entity_type, ''), e.id
   LIMIT $4)
 """
 
@@ -116,6 +134,22 @@ SELECT 'known', k.a::text, k.b::text, NULL
                 WHERE c.bank_id = $1 AND c.entity_id_1 = k.a AND c.entity_id_2 = k.b
                   AND c.cooccurrence_count > 0)
 """
+
+_NEAR_BY_NAME = """near AS (
+    SELECT e.id, lower(e.canonical_name) AS name
+      FROM entities AS e
+     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
+)"""
+# context_by_entity: a nearby name reaches its entity through an alias too.
+_NEAR_BY_NAME_OR_ALIAS = """near AS (
+    SELECT e.id, lower(e.canonical_name) AS name
+      FROM entities AS e
+     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
+    UNION
+    SELECT a.entity_id, lower(a.alias)
+      FROM entity_aliases AS a
+     WHERE a.bank_id = $1 AND lower(a.alias) = ANY ($3::text[])
+)"""
 
 # The same, counting this transaction's queued pair increments as applied.
 SQL_CONTEXT_PENDING = """
@@ -175,14 +209,64 @@ SELECT q.entity_id::text AS id,
 """
 
 
-def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = ()) -> Dict[str, Hit]:
-    """Entities whose lowered name is one of ``names`` or whose alias is one of ``aliases``, by key."""
-    names, aliases = sorted(set(names)), sorted(set(aliases))
+def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = (), memory: Iterable[str] = (),
+          memory_min_score: float = 1.0) -> Dict[str, List[Hit]]:
+    """Entities whose lowered name is one of ``names``, whose alias is one of ``aliases``, by key.
+
+    A key may name several entities: one per type (typed_mentions), and an
+    alias is never also a name. ``memory``: keys to look up in the
+    provenance too (alias memory), resolved with at least ``memory_min_score``.
+    """
+    names, aliases, memory = sorted(set(names)), sorted(set(aliases)), sorted(set(memory))
     if not names and not aliases:
         return {}
-    rows = db.run(plpy, "exact", SQL_EXACT, ["text", "text[]", "text[]"], [bank_id, names, aliases])
-    return {r["key"]: Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["lname"])
-            for r in rows}
+    if memory:
+        rows = db.run(plpy, "exact_memory", SQL_EXACT + SQL_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
+                      [bank_id, names, aliases, memory, memory_min_score])
+    else:
+        rows = db.run(plpy, "exact", SQL_EXACT, ["text", "text[]", "text[]"], [bank_id, names, aliases])
+    out: Dict[str, List[Hit]] = {}
+    for r in rows:
+        out.setdefault(r["key"], []).append(
+            Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["lname"], r["n"]))
+    order = {"alias": 0, "name": 1, "memory": 2}
+    for hits in out.values():
+        hits.sort(key=lambda h: (order[h.via], h.type is not None, h.type or ""))
+    return out
+
+
+def memory_hit(hits: Dict[str, List[Hit]], key: str) -> Optional[Hit]:
+    """The remembered entity of a form (alias memory), with how many entities the bank remembers for it."""
+    for h in hits.get(key, ()):
+        if h.via == "memory":
+            return h
+    return None
+
+
+def alias_hit(hits: Dict[str, List[Hit]], key: str) -> Optional[Hit]:
+    """The entity an alias names, when the key is an alias."""
+    for h in hits.get(key, ()):
+        if h.via == "alias":
+            return h
+    return None
+
+
+def name_hit(hits: Dict[str, List[Hit]], key: str, mention_type: Optional[str]) -> Optional[Hit]:
+    """The entity of this exact name for a mention: of the mention's type, else an untyped one.
+
+    An untyped mention takes the untyped entity first, then any (types in
+    order); a typed one never takes an entity of another type.
+    """
+    names_ = [h for h in hits.get(key, ()) if h.via == "name"]
+    if mention_type is None:
+        return names_[0] if names_ else None
+    for h in names_:
+        if h.type == mention_type:
+            return h
+    for h in names_:
+        if h.type is None:
+            return h
+    return None
 
 
 def candidates(plpy, bank_id: str, keys: List[str], limit: int) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
@@ -215,8 +299,11 @@ class Context(NamedTuple):
 
 
 def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterable[str],
-            ask: Iterable[Tuple[str, str]] = (), pending: bool = False) -> Context:
-    """The bank's context for candidates (partners among the nearby names, degrees); one statement."""
+            ask: Iterable[Tuple[str, str]] = (), pending: bool = False, by_alias: bool = False) -> Context:
+    """The bank's context for candidates (partners among the nearby names, degrees); one statement.
+
+    ``by_alias``: a nearby name also reaches the entity it is an alias of.
+    """
     ids = sorted(set(candidate_ids))
     names = sorted(set(n for n in near_names if n))
     asked = sorted(set(ask))
@@ -224,6 +311,8 @@ def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterab
     if not names and not asked:
         return ctx
     sql, name = (SQL_CONTEXT_PENDING, "context_pending") if pending else (SQL_CONTEXT, "context")
+    if by_alias:
+        sql, name = sql.replace(_NEAR_BY_NAME, _NEAR_BY_NAME_OR_ALIAS), name + "_alias"
     for r in db.run(plpy, name, sql, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
                     [bank_id, ids, names, [a for a, _ in asked], [b for _, b in asked]]):
         if r["kind"] == "near":
@@ -244,3 +333,21 @@ def pending_dates(plpy, bank_id: str, entity_ids: Iterable[str]) -> Dict[str, Tu
         return {}
     return {r["id"]: (r["last_seen"], r["recompute"])
             for r in db.run(plpy, "pending_dates", SQL_PENDING_DATES, ["text", "uuid[]"], [bank_id, ids])}
+
+
+SQL_TRIGRAMS = """
+SELECT ARRAY(SELECT array_to_string(@trgm@.show_trgm(k), chr(%d))
+               FROM unnest($1::text[]) WITH ORDINALITY AS u (k, i) ORDER BY i) AS trigrams
+""" % ord(trigrams.SEPARATOR)
+
+
+def trigrams_of(plpy, keys: List[str]) -> List[str]:
+    """show_trgm of already lowered keys (the probe forms of a call), joined as trigrams.parse reads them."""
+    if not keys:
+        return []
+    return db.run(plpy, "trigrams", SQL_TRIGRAMS, ["text[]"], [keys])[0]["trigrams"]
+
+
+def order_key(c: Candidate):
+    """Probe order: similarity descending, then name, type and id (see SQL_CANDIDATES)."""
+    return (-c.trigram_similarity, c.name, c.entity_type or "", c.id)

@@ -10,7 +10,7 @@ Two statements, whatever the number of facts:
    (_link_units queues one pair increment per unit sharing a pair).
 """
 
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import db
 import locks
@@ -24,12 +24,12 @@ SELECT $1, r.id, r.name, r.kind, r.type, r.first_seen, r.first_seen
        AS r (id, name, kind, type, first_seen),
        (SELECT count(*) FROM lock) AS locked
  ORDER BY lower(r.name)
-ON CONFLICT (bank_id, lower(canonical_name)) DO NOTHING
+ON CONFLICT (bank_id, lower(canonical_name), coalesce(entity_type, '')) DO NOTHING
 RETURNING id::text AS id
 """ % locks.CREATION
 
 SQL_TAKEN = """
-SELECT lower(canonical_name) AS key, id::text AS id
+SELECT lower(canonical_name) AS key, coalesce(entity_type, '') AS type, id::text AS id
   FROM entities
  WHERE bank_id = $1 AND lower(canonical_name) = ANY ($2::text[])
 """
@@ -56,7 +56,8 @@ def create_entities(plpy, bank_id: str, state: CallState) -> None:
     """Insert the call's new entities; remap the ones another session created first."""
     if not state.created:
         return
-    ents: List[Entity] = sorted(state.created.values(), key=lambda e: e.key)
+    ents: List[Entity] = sorted((e for group in state.created.values() for e in group),
+                                key=lambda e: (e.key, e.type or ""))
     dates = [state.first_dates[e.id][1] for e in ents]
     inserted = {r["id"] for r in db.run(
         plpy, "create", SQL_CREATE, ["text", "uuid[]", "text[]", "text[]", "text[]", "timestamptz[]"],
@@ -65,9 +66,9 @@ def create_entities(plpy, bank_id: str, state: CallState) -> None:
     lost = [e for e in ents if e.id not in inserted]
     if not lost:
         return
-    taken = {r["key"]: r["id"] for r in db.run(plpy, "taken", SQL_TAKEN, ["text", "text[]"],
-                                                [bank_id, [e.key for e in lost]])}
-    state.remap({e.id: taken[e.key] for e in lost if e.key in taken})
+    taken = {(r["key"], r["type"]): r["id"] for r in db.run(plpy, "taken", SQL_TAKEN, ["text", "text[]"],
+                                                            [bank_id, [e.key for e in lost]])}
+    state.remap({e.id: taken[(e.key, e.type or "")] for e in lost if (e.key, e.type or "") in taken})
 
 
 def write(plpy, bank_id: str, state: CallState) -> None:

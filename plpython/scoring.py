@@ -25,6 +25,10 @@ BELOW_THRESHOLD = "below_threshold"  # scored, but under the threshold
 LABEL_ROW = "label_row"              # a label entity: never a fuzzy candidate
 BELOW_FLOOR = "below_floor"          # trigram similarity under merge_min_similarity
 WORD_MISMATCH = "word_mismatch"      # failed the numbers rule or the word check
+# The enhanced profile (docs/accuracy.md):
+TYPE_MISMATCH = "type_mismatch"      # a typed mention, an entity of another type
+AMBIGUOUS = "ambiguous"              # one of several the name fits; the context chose another or none
+NEEDS_CONTEXT = "needs_context"      # matched by an initial or a nickname only, without enough context
 
 # Scores and similarities are compared at this many decimals (see passes_threshold).
 PRECISION = 6
@@ -43,6 +47,12 @@ class Candidate:
     partners: Dict[str, int] = field(default_factory=dict)
     # the type the entity was created with (lowercased), None when untyped
     entity_type: Optional[str] = None
+    # the enhanced profile's levers: the form of the mention that found the
+    # candidate (a nickname's given name, the name without legal forms; None:
+    # the mention itself), and how the word check passed (initial, variant,
+    # org_suffix; None: equal words)
+    form: Optional[str] = None
+    how: Optional[str] = None
 
 
 @dataclass
@@ -63,6 +73,8 @@ class Evaluation:
     decision: str
     # Why the word check failed: "numbers" or "words" (None otherwise).
     detail: Optional[str] = None
+    # The enhanced profile's lever that decided, when one did (explain shows it).
+    lever: Optional[str] = None
 
 
 def name_similarity(m: str, c: str) -> float:
@@ -80,10 +92,10 @@ def distinct_nearby(nearby: Iterable[str], mention: Optional[str] = None) -> Fro
 def cooccurrence_score(nearby: Iterable[str], partners: Dict[str, int],
                        mention: Optional[str] = None) -> float:
     """Return the degree-damped share of nearby names that are partners of the candidate."""
-    return _damped_share(distinct_nearby(nearby, mention), partners)
+    return damped_share(distinct_nearby(nearby, mention), partners)
 
 
-def _damped_share(names: FrozenSet[str], partners: Dict[str, int]) -> float:
+def damped_share(names: FrozenSet[str], partners: Dict[str, int]) -> float:
     """cooccurrence_score for nearby names already made distinct."""
     if not names:
         return 0.0
@@ -124,17 +136,30 @@ def passes_threshold(score: float, threshold: float) -> bool:
     return round(score, PRECISION) >= threshold
 
 
+def is_identical(cand: Candidate) -> bool:
+    """The same name as the mention: identical trigram sets, or one organisation's name."""
+    if cand.how == "org_suffix":
+        return True
+    return cand.form is None and round(cand.trigram_similarity, PRECISION) >= 1.0
+
+
 def score(mention: str, cand: Candidate, context: FrozenSet[str], event_date: Optional[datetime],
           settings: Dict[str, Any]) -> Evaluation:
     """Score a candidate that passed the screen: every signal, the weighted total."""
-    name = name_similarity(mention, cand.name)
-    cooc = _damped_share(context, cand.partners)
+    name = name_similarity(cand.form or mention, cand.name)
+    cooc = damped_share(context, cand.partners)
     recency = recency_score(event_date, cand.last_seen, settings["recency_window_days"])
-    if round(cand.trigram_similarity, PRECISION) >= 1.0:
+    if is_identical(cand):
         # Identical trigram sets: the same words, differing only in case,
-        # punctuation or decoration ("Wren 🎵"/"Wren", "GPT-4"/"GPT 4").
+        # punctuation or decoration ("Wren 🎵"/"Wren", "GPT-4"/"GPT 4"), or
+        # (enhanced) only in legal forms ("Acme Inc"/"ACME Corp").
         total = 1.0
     else:
-        total = (settings["name_weight"] * name + settings["cooccurrence_weight"] * cooc
-                 + settings["recency_weight"] * recency)
+        total = weighted(settings, name, cooc, recency)
     return Evaluation(cand, True, name, cooc, recency, total, BELOW_THRESHOLD)
+
+
+def weighted(settings: Dict[str, Any], name: float, cooc: float, recency: float) -> float:
+    """The score of the signals: their weighted sum."""
+    return (settings["name_weight"] * name + settings["cooccurrence_weight"] * cooc
+            + settings["recency_weight"] * recency)

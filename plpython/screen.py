@@ -5,10 +5,18 @@ every mention's candidates first and fetches the partners of the survivors
 only. Standard library only.
 """
 
+import dataclasses
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+import names as names_mod
 import words
-from scoring import (BELOW_FLOOR, LABEL_ROW, PRECISION, WORD_MISMATCH, Candidate, Evaluation)
+from scoring import (BELOW_FLOOR, LABEL_ROW, PRECISION, TYPE_MISMATCH, WORD_MISMATCH, Candidate, Evaluation,
+                     is_identical)
+from settings import lever
+
+
+# The mention types an organisation's legal forms apply to (an untyped mention too).
+ORG_TYPES = (None, "organization", "organisation", "org", "company")
 
 
 def identical_is_final(settings: Dict[str, Any]) -> bool:
@@ -28,28 +36,52 @@ def identical_is_final(settings: Dict[str, Any]) -> bool:
 Screened = Tuple[Candidate, Optional[Evaluation]]
 
 
+def stops_at_identical(mention: str, settings: Dict[str, Any]) -> bool:
+    """Whether screening may stop at the first identical name (see ``screen``).
+
+    Not for a one-word mention under the bare_names lever, nor under the
+    typed_mentions lever: several entities may fit the name, and the context
+    chooses among all of them.
+    """
+    if not identical_is_final(settings):
+        return False
+    if lever(settings, "typed_mentions"):
+        return False
+    return not (lever(settings, "bare_names") and len(words.split_words(mention)) == 1)
+
+
 def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, Any],
-           stop_at_identical: bool = False) -> List[Screened]:
-    """The first phase of ``evaluate``: label rows, the floor and the word check, in probe order.
+           stop_at_identical: bool = False, mention_type: Optional[str] = None,
+           names: Optional[names_mod.NameData] = None) -> List[Screened]:
+    """The first phase of ``evaluate``: label rows, types, the floor and the word check, in probe order.
 
     Returns (candidate, evaluation) for each candidate examined: the
-    evaluation of one skipped before scoring, None for one to be scored.
+    evaluation of one skipped before scoring, None for one to be scored (a
+    copy of it when a lever set how it matched).
     Needs neither the nearby names nor the partners, so a batch can screen
     every mention's candidates before fetching the partners of the survivors.
 
     With ``stop_at_identical`` (resolution, not explain), screening stops
     after the first candidate with identical trigram sets that passes the
-    word check, when ``identical_is_final``: it scores 1.0, and no later
+    word check, when ``stops_at_identical``: it scores 1.0, and no later
     candidate can change the choice or the best score.
     """
     floor = settings["merge_min_similarity"]
-    stop = stop_at_identical and identical_is_final(settings)
+    stop = stop_at_identical and stops_at_identical(mention, settings)
+    typed = mention_type is not None and lever(settings, "typed_mentions")
+    orgs = names if lever(settings, "org_suffixes") else None
+    equivalents = names.equivalents if names is not None and lever(settings, "name_variants") else None
     out: List[Screened] = []
     for cand in candidates:
         if cand.is_label:
             # Labels resolve by exact match only: "pedagogy:scaffolding" must
             # never be fuzzy-merged into a neighbouring value.
             out.append((cand, Evaluation(cand, None, None, None, None, None, LABEL_ROW)))
+            continue
+        if typed and cand.entity_type is not None and cand.entity_type != mention_type:
+            # "Jordan" the person is no candidate for "Jordan" the country.
+            out.append((cand, Evaluation(cand, None, None, None, None, None, TYPE_MISMATCH,
+                                         lever="typed_mentions")))
             continue
         trigram = round(cand.trigram_similarity, PRECISION)
         # pg_trgm returns a float4: 0.35 arrives as 0.3499999940395355, so the
@@ -59,11 +91,26 @@ def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, An
             # short names that merely look alike are not merged on history.
             out.append((cand, Evaluation(cand, None, None, None, None, None, BELOW_FLOOR)))
             continue
-        why = words.tokens_check(mention, cand.name)
+        org = names_mod.organisation_words(mention, cand.name, orgs) if orgs is not None and \
+            mention_type in ORG_TYPES else None
+        if org is True and not is_identical(cand):
+            # "Acme Inc" / "ACME Corp": one name, its legal forms aside.
+            out.append((dataclasses.replace(cand, how="org_suffix"), None))
+            if stop:
+                break
+            continue
+        if org is False:
+            # "Acme Bank" is not "Acme Inc"; "Innotech LLC" is not "Initech LLC".
+            out.append((cand, Evaluation(cand, False, None, None, None, None, WORD_MISMATCH, "words",
+                                         lever="org_suffixes")))
+            continue
+        why, how = words.tokens_match(mention, cand.name, equivalents)
         if why is not None:
             out.append((cand, Evaluation(cand, False, None, None, None, None, WORD_MISMATCH, why)))
             continue
+        if how is not None and lever(settings, "name_variants"):
+            cand = dataclasses.replace(cand, how=how)
         out.append((cand, None))
-        if stop and trigram >= 1.0:
+        if stop and is_identical(cand):
             break
     return out

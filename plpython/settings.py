@@ -37,7 +37,20 @@ DEFAULTS = {
     # value is not declared is a typo or an extractor's invention: refused
     # unless the bank allows it (it then resolves as a regular name).
     "allow_undeclared_labels": False,
+    # "reference": the reference design's decisions, bit for bit.
+    # "enhanced": the levers below, each of which can be switched off
+    # (docs/accuracy.md); they do nothing under "reference".
+    "profile": "enhanced",
+    "bare_names": True,
+    "name_variants": True,
+    "org_suffixes": True,
+    "typed_mentions": True,
+    "context_by_entity": True,
+    "alias_memory": True,
 }
+
+PROFILES = ("reference", "enhanced")
+LEVERS = ("bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity", "alias_memory")
 
 # key -> (kind, low, high, low_inclusive). Each range says what a value means:
 # weights, the threshold and trigram similarities are fractions of 1.
@@ -61,6 +74,13 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "max_mentions_per_fact": ("int", 1, 100000, True),
     "max_nearby_per_mention": ("int", 0, 100000, True),
     "allow_undeclared_labels": ("bool", 0, 0, True),
+    "profile": ("enum", 0, 0, True),
+    "bare_names": ("bool", 0, 0, True),
+    "name_variants": ("bool", 0, 0, True),
+    "org_suffixes": ("bool", 0, 0, True),
+    "typed_mentions": ("bool", 0, 0, True),
+    "context_by_entity": ("bool", 0, 0, True),
+    "alias_memory": ("bool", 0, 0, True),
 }
 
 
@@ -101,6 +121,12 @@ def _number(key: str, value: Any, argument: str) -> float:
 def _check(key: str, value: Any, argument: str):
     """Validate one setting and return its normalised value."""
     kind, low, high, low_inclusive = _RULES[key]
+    if kind == "enum":
+        if value not in PROFILES:
+            raise InputError('"%s" must be one of %s, got %s %s'
+                             % (key, ", ".join('"%s"' % p for p in PROFILES), _type_name(value), _show(value)),
+                             argument)
+        return value
     if kind == "bool":
         if not isinstance(value, bool):
             raise InputError('"%s" must be true or false, got %s %s'
@@ -145,3 +171,8 @@ def effective_settings(overrides: Optional[Dict[str, Any]] = None) -> Dict[str, 
     if overrides is not None:
         settings.update(validate_settings(overrides))
     return settings
+
+
+def lever(settings: Dict[str, Any], name: str) -> bool:
+    """True iff a lever is on: its own setting, under the enhanced profile."""
+    return settings.get("profile") == "enhanced" and bool(settings.get(name))

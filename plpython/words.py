@@ -113,14 +113,28 @@ def words_match(a: str, b: str) -> bool:
 
 def tokens_check(m: str, c: str) -> Optional[str]:
     """Return None when ``m`` and ``c`` pass the word check, else "numbers" or "words"."""
+    return tokens_match(m, c)[0]
+
+
+def tokens_match(m: str, c: str, equivalents=None) -> Tuple[Optional[str], Optional[str]]:
+    """The word check, and how it passed: (None or "numbers"/"words", None or "initial"/"variant").
+
+    ``equivalents`` (a word -> its nicknames or given names, the enhanced
+    profile's name_variants lever) lets "bob" cover "robert". How it passed is
+    weaker evidence than equal words: "initial" when a single letter covered
+    a word it begins ("r" in "r smith" for "robert smith"), "variant" when a
+    nickname covered its name.
+    """
     if numbers_conflict(m, c):
-        return "numbers"
+        return "numbers", None
     wm = _words(m)
     wc = _words(c)
     # Two one-word names ("aster"/"astor") are left to the score: the word
     # check has nothing to compare that the name similarity does not see.
     if len(wm) < 2 and len(wc) < 2:
-        return None
+        if equivalents is not None and wm and wc and wm[0] != wc[0] and wc[0] in equivalents(wm[0]):
+            return None, "variant"
+        return None, None
     # The shorter name must be covered by the longer one: "john a smith" is
     # "john smith" with a middle initial, "alice" is "alice chen" in short.
     # On a tie the first name (the mention) is the one that must be covered.
@@ -128,12 +142,27 @@ def tokens_check(m: str, c: str) -> Optional[str]:
         shorter, longer = wm, wc
     else:
         shorter, longer = wc, wm
+    how = None
     for word in set(shorter):
         # "john smith"/"jane smith": john/jane is 0.50, two people who share a
         # surname; "new york"/"new jersey": york has no match, two places.
-        if not any(words_match(word, other) for other in longer):
-            return "words"
-    return None
+        matched = [other for other in longer if words_match(word, other)]
+        if matched:
+            if all(_initial_of(word, o) for o in matched):
+                # Only an initial stands for the word ("r" / "robert").
+                how = how or "initial"
+            continue
+        if equivalents is not None and any(other in equivalents(word) for other in longer):
+            how = "variant"
+            continue
+        return "words", None
+    return None, how
+
+
+def _initial_of(a: str, b: str) -> bool:
+    """True iff one word is a single letter the other (longer) word begins with."""
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) == 1 and len(long_) > 1 and long_.startswith(short)
 
 
 def tokens_compatible(m: str, c: str) -> bool:

@@ -56,7 +56,8 @@ CREATE OR REPLACE FUNCTION {{ schema }}.lookup_mention(
     bank_id text,
     mention text,
     nearby text[] DEFAULT '{}',
-    event_date timestamptz DEFAULT now()
+    event_date timestamptz DEFAULT now(),
+    mention_type text DEFAULT NULL
 )
 RETURNS TABLE (
     entity_id uuid,
@@ -71,15 +72,17 @@ SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 AS $$ resolve.lookup_mention_sql $$;
 
-COMMENT ON FUNCTION {{ schema }}.lookup_mention(text, text, text[], timestamptz) IS
-'Read-only look-up: the entity resolve_mention would choose (decision resolved, alias or label), or NULL with '
-'decision new when it would create one. Writes nothing: no entity, provenance or statistics.';
+COMMENT ON FUNCTION {{ schema }}.lookup_mention(text, text, text[], timestamptz, text) IS
+'Read-only look-up: the entity resolve_mention would choose (decision resolved, alias, memory or label), or NULL '
+'with decision new when it would create one. mention_type: the mention''s type (person, place, ...), as a '
+'mention element''s "type". Writes nothing: no entity, provenance or statistics.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.explain_mention(
     bank_id text,
     mention text,
     nearby text[] DEFAULT '{}',
-    event_date timestamptz DEFAULT now()
+    event_date timestamptz DEFAULT now(),
+    mention_type text DEFAULT NULL
 )
 RETURNS TABLE (
     candidate_id uuid,
@@ -90,7 +93,9 @@ RETURNS TABLE (
     cooccurrence float8,
     recency float8,
     score float8,
-    decision text
+    decision text,
+    matched_form text,
+    lever text
 )
 LANGUAGE plpython3u
 STABLE
@@ -99,8 +104,12 @@ SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 AS $$ explain.explain $$;
 
-COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz) IS
-'Show every candidate for a mention with its signals, score and decision (below_floor, word_mismatch, label_row, below_threshold, outscored, chosen). Writes nothing; probes down to trigram similarity 0.15.';
+COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz, text) IS
+'Show every candidate for a mention with its signals, score and decision (below_floor, word_mismatch, label_row, '
+'type_mismatch, below_threshold, ambiguous, needs_context, outscored, chosen; alias or memory for an exact '
+'hit). matched_form: the form of the mention that found the candidate (without legal forms, a nickname''s '
+'given name), NULL for the mention itself; lever: the enhanced profile''s lever that decided, if one did. '
+'Writes nothing; probes down to trigram similarity 0.15.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.fold_name(name text)
 RETURNS text

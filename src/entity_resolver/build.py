@@ -156,8 +156,10 @@ def module_sources(base: Optional[Path] = None) -> List[Tuple[str, str]]:
 
 def code_version(schema: str = DEFAULT_SCHEMA, base: Optional[Path] = None) -> str:
     """A digest of everything installed as code (modules and idempotent SQL) and the schema."""
+    base = base or data_dir()
     h = hashlib.sha256(schema.encode())
-    for name, text in module_sources(base) + sql_sources(base):
+    data = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((base / "data").glob("*.tsv"))]
+    for name, text in module_sources(base) + sql_sources(base) + data:
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
     return h.hexdigest()[:16]
 
@@ -482,6 +484,39 @@ COMMENT ON FUNCTION {{ internal }}._apply_migration(integer, text, text, text) I
 """
 
 
+def _rows(path: Path, columns: int) -> List[Tuple[str, ...]]:
+    """The data rows of a data/*.tsv file (comment lines and the header skipped)."""
+    rows = []
+    header = True
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        if header:
+            header = False
+            continue
+        rows.append(tuple(line.split("\t")[:columns]))
+    return rows
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _name_data_sql(base: Path) -> str:
+    """The shipped name data (data/*.tsv) as statements that replace the tables' rows."""
+    parts = []
+    for table, path, columns in (("name_variants", base / "data" / "nicknames.tsv", ("name", "variant")),
+                                 ("org_suffixes", base / "data" / "org_suffixes.tsv", ("canonical", "form"))):
+        if not path.is_file():
+            raise BuildError(f"{path}: shipped name data not found")
+        rows = sorted(set(_rows(path, 2)))
+        values = ",\n".join("(%s, %s)" % (_literal(a), _literal(b)) for a, b in rows)
+        parts.append(f"DELETE FROM {{{{ schema }}}}.{table};\n"
+                     f"INSERT INTO {{{{ schema }}}}.{table} ({', '.join(columns)}) VALUES\n{values}\n"
+                     f"ON CONFLICT DO NOTHING;\n")
+    return "".join(parts)
+
+
 def _modules_sql(modules: List[Tuple[str, str]]) -> str:
     lines = ["DELETE FROM {{ schema }}.plpython_modules WHERE NOT (name = ANY (ARRAY["
              + ", ".join("'%s'" % n for n, _ in modules) + "]::text []));"]
@@ -533,6 +568,7 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
         )
     if upto is None:
         parts.append(render(_modules_sql(module_sources(base)), values))
+        parts.append(render(_name_data_sql(base), values))
         for name, text in sql_sources(base):
             body = render(expand_entry_points(text, values["code_version"]), values)
             if has_runtime_tokens(body):
@@ -558,7 +594,7 @@ BEGIN
         SELECT c.oid::regclass
         FROM pg_class AS c INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
         WHERE n.nspname = {{ schema_literal }} AND c.relkind IN ('r', 'S')
-            AND c.relname NOT IN ('schema_migrations', 'plpython_modules')
+            AND c.relname NOT IN ('schema_migrations', 'plpython_modules', 'name_variants', 'org_suffixes')
         ORDER BY c.relname
     LOOP
         PERFORM pg_catalog.pg_extension_config_dump(t, '');

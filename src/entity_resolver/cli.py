@@ -664,15 +664,21 @@ def eval_cmd(
     banks_file: Annotated[Optional[Path], typer.Option("--banks", help="Per-bank settings and labels (default: STREAM.banks.json if present).")] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the eval banks for inspection with explain.")] = False,
     batch: Annotated[int, typer.Option("--batch", min=1, help="Facts per INSERT statement (1: fact by fact).")] = 1,
+    profile: Annotated[Optional[str], typer.Option(
+        "--profile", help="Every bank's profile: reference or enhanced (default: the banks file's, else the "
+        "default profile).")] = None,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Replay a labelled stream into fresh banks and score the decisions."""
+    if profile is not None and profile not in ("reference", "enhanced"):
+        raise CliError(f"--profile: must be reference or enhanced, got {profile!r}")
     from entity_resolver.evaluate import EvalError, format_report, run_eval
 
     with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
         try:
-            result = run_eval(conn, path, schema, replay=replay, banks_file=banks_file, keep=keep, batch=batch)
+            result = run_eval(conn, path, schema, replay=replay, banks_file=banks_file, keep=keep, batch=batch,
+                              profile=profile)
         except (EvalError, ValueError) as exc:
             raise CliError(str(exc)) from None
     if as_json:

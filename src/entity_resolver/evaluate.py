@@ -242,14 +242,18 @@ def _fresh_bank(run: str, index: int, bank: str) -> str:
     return f"eval-{run}-{index}-{bank}"[:100]
 
 
-def _setup_banks(rp: _Replay, banks: Sequence[str], config: Dict[str, Any], run: str) -> None:
+def _setup_banks(rp: _Replay, banks: Sequence[str], config: Dict[str, Any], run: str,
+                 profile: Optional[str] = None) -> None:
     for i, bank in enumerate(banks):
         fresh = _fresh_bank(run, i, bank)
         rp.banks[bank] = fresh
         entry = config.get(bank, {})
-        if entry.get("settings"):
+        settings = dict(entry.get("settings") or {})
+        if profile is not None:
+            settings["profile"] = profile
+        if settings:
             rp.conn.execute(rp.q("SELECT {s}.configure_bank(%s, %s::jsonb)"),
-                            (fresh, json.dumps(entry["settings"])))
+                            (fresh, json.dumps(settings)))
         if entry.get("entity_labels"):
             rp.conn.execute(rp.q("SELECT {s}.set_entity_labels(%s, %s::jsonb)"),
                             (fresh, json.dumps(entry["entity_labels"])))
@@ -377,7 +381,8 @@ def _chunks(records: Iterable[FactRecord], size: int) -> Iterable[List[FactRecor
 
 
 def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
-               banks_file: Optional[Path], keep: bool, batch: int = 1) -> Tuple[Dict[str, Any], List[Scored]]:
+               banks_file: Optional[Path], keep: bool, batch: int = 1,
+               profile: Optional[str] = None) -> Tuple[Dict[str, Any], List[Scored]]:
     """Replay and score one stream; return the result and the scored mentions."""
     started = time.monotonic()
     checked = scan(conn, path, schema=schema)
@@ -393,7 +398,7 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
     try:
         # Normal use: each committed fact applies its statistics at commit.
         conn.execute("SET entity_resolver.flush_at_commit = on")
-        _setup_banks(rp, stream_banks, config, run)
+        _setup_banks(rp, stream_banks, config, run, profile)
         for chunk in _chunks(iter_facts(path), batch):
             rp.facts += len(chunk)
             rp.mentions += sum(len(rec.mentions) for rec in chunk)
@@ -428,6 +433,7 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
         "mentions": rp.mentions,
         "replay": mode,
         "batch": batch,
+        "profile": profile,
         "trace_mismatches": rp.trace_mismatches,
         "bank_entities": sum(counts.values()),
     })
@@ -448,14 +454,15 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
 def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path],
              schema: str = "entity_resolver", *, replay: str = "trigger",
              banks_file: Optional[Union[str, Path]] = None, keep: bool = False,
-             batch: int = 1) -> Dict[str, Any]:
+             batch: int = 1, profile: Optional[str] = None) -> Dict[str, Any]:
     """Replay a labelled stream (or every *.jsonl of a directory) and score it.
 
     Returns the metrics as a JSON-ready dict (see docs/evaluation.md). For a
     directory, the top level scores all files together (their banks are
     distinct) and ``families`` holds one result per file, by file stem.
     ``keep`` leaves the eval banks in place (their names are in ``eval_banks``)
-    so that decisions can be inspected with explain_mention.
+    so that decisions can be inspected with explain_mention. ``profile``
+    ("reference" or "enhanced") sets every bank's profile, over the banks file.
     """
     if replay not in ("trigger", "functions"):
         raise ValueError("replay: must be 'trigger' or 'functions'")
@@ -478,7 +485,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
         if not path.is_dir():
             if not path.exists():
                 raise EvalError(f"{path}: no such file")
-            return _eval_file(conn, path, schema, replay, bank_path, keep, batch)[0]
+            return _eval_file(conn, path, schema, replay, bank_path, keep, batch, profile)[0]
         started = time.monotonic()
         files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
         if not files:
@@ -486,7 +493,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
         families: Dict[str, Dict[str, Any]] = {}
         everything: List[Scored] = []
         for f in files:
-            res, scored = _eval_file(conn, f, schema, replay, None, keep, batch)
+            res, scored = _eval_file(conn, f, schema, replay, None, keep, batch, profile)
             families[f.stem] = res
             # Two files may use the same bank id: their identities are still distinct.
             everything.extend(Scored(f"{f.stem}/{m.bank}", m.line, m.text, m.gold, m.entity, m.entity_name)
@@ -498,6 +505,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
             "mentions": sum(r["mentions"] for r in families.values()),
             "replay": replay,
             "batch": batch,
+            "profile": profile,
             "trace_mismatches": sum(r["trace_mismatches"] for r in families.values()),
             "bank_entities": sum(r["bank_entities"] for r in families.values()),
             "families": families,

@@ -11,7 +11,6 @@ from entity_resolver.importer import parse_fact
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = ROOT / "bench" / "corpora"
-PENDING = ROOT / "bench" / "corpora_pending"
 
 
 def facts(path: Path):
@@ -31,7 +30,7 @@ def test_every_mention_of_the_generated_families_carries_gold():
 
 def test_typed_homographs_differ_from_an_importable_stream_only_by_type():
     # Pending until the importer accepts "type": without it each line must import.
-    stream = facts(PENDING / "typed_homographs.jsonl")
+    stream = facts(CORPORA / "typed_homographs.jsonl")
     types = set()
     for n, fact in enumerate(stream, 1):
         for m in fact["mentions"]:

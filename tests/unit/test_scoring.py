@@ -16,7 +16,11 @@ from scoring import (BELOW_FLOOR, BELOW_THRESHOLD, CHOSEN, LABEL_ROW, OUTSCORED,
                      Candidate, Evaluation, cooccurrence_score, name_similarity, passes_threshold,
                      recency_score)
 from screen import identical_is_final, screen
-from settings import DEFAULTS
+from settings import DEFAULTS as ALL_DEFAULTS
+
+# These tests pin the reference design's decisions (the "reference" profile);
+# the enhanced profile's levers have their own tests (test_levers.py).
+DEFAULTS = dict(ALL_DEFAULTS, profile="reference")
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 LONG_AGO = NOW - timedelta(days=30)

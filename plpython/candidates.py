@@ -1,0 +1,110 @@
+"""A mention's candidates: the bank as the call read it, combined with what the call did since.
+
+The call reads the bank once, before its first fact (``read_view``): the
+exact look-up (names, aliases, remembered forms) and the trigram probe, for
+every key of the call and, in the enhanced profile, every probe form of a key
+(the name without legal forms, the name with a nickname replaced by its given
+name: names.py). A fact's candidates for a mention (``for_mention``) are the
+bank's, as probed, and the entities the call created that pg_trgm would have
+found, merged per entity in probe order.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+import names as names_mod
+import probe
+from callstate import CallState
+from mentions import datetime_of
+from scoring import Candidate
+from settings import lever
+
+
+def probe_threshold(cfg: Dict[str, Any]) -> float:
+    """The pg_trgm threshold of the probe: a candidate under the floor can never be merged."""
+    return max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
+
+
+def forms_of(key: str, cfg: Dict[str, Any], data: names_mod.NameData) -> List[str]:
+    """The forms a key is probed with: itself, then (enhanced) without legal forms, with given names."""
+    forms = [key]
+    if lever(cfg, "org_suffixes"):
+        s = names_mod.stripped(key, data)
+        if s is not None:
+            forms.append(s)
+    if lever(cfg, "name_variants"):
+        forms.extend(f for f in names_mod.variant_forms(key, data) if f not in forms)
+    return forms
+
+
+class View(NamedTuple):
+    """What the call read of the bank before its first fact."""
+
+    hits: Dict[str, List[probe.Hit]]             # exact names, aliases, remembered forms, by key
+    candidates: Dict[str, List[Candidate]]       # pre-call probe, by form
+    names: Dict[str, str]                        # candidate id -> canonical name
+    pending: Dict[str, Tuple[Optional[float], bool]]
+    forms: Dict[str, List[str]]                  # key -> its probe forms (the key first)
+
+
+def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
+              memory_keys: List[str], cfg, data: names_mod.NameData) -> View:
+    """The exact look-up and the probe of a call: two statements (three with queued dates)."""
+    # Every key by name: a regular name without trigrams ("!!!", "🔥") is
+    # never a trigram candidate, but is the same entity when spelled the same.
+    hits = probe.exact(plpy, bank.id, set(keys), set(literal_keys) | set(regular_keys), memory_keys)
+    forms = {k: forms_of(k, cfg, data) for k in regular_keys}
+    # An alias names its entity exactly: no fuzzy probe for it.
+    distinct = sorted({f for k in regular_keys if probe.alias_hit(hits, k) is None for f in forms[k]})
+    by_form, names = probe.candidates(plpy, bank.id, distinct, cfg["max_candidates"])
+    pending = {}
+    if bank.pending:
+        pending = probe.pending_dates(plpy, bank.id, [c.id for cands in by_form.values() for c in cands])
+    return View(hits, by_form, names, pending, forms)
+
+
+def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
+    """The key's candidates in probe order: the bank's as probed, and those the call created."""
+    forms = view.forms.get(key, [key])
+    if len(forms) == 1:
+        bank_side = view.candidates.get(key, [])
+        mine = state.created_candidates(key)
+        if not mine:
+            return bank_side
+        merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
+        return merged[:cfg["max_candidates"]]
+    # Several forms: one entry per entity, found by the form most similar to
+    # it (the key itself on a tie), with the form it was found by.
+    best: Dict[str, Candidate] = {}
+    for form in forms:
+        for c in view.candidates.get(form, []) + state.created_candidates(form):
+            old = best.get(c.id)
+            if old is None or c.trigram_similarity > old.trigram_similarity:
+                best[c.id] = dataclasses.replace(c, form=None if form == key else form)
+    merged = sorted(best.values(), key=probe.order_key)
+    return merged[:cfg["max_candidates"]]
+
+
+def effective_last_seen(c: Candidate, view: View, state: CallState):
+    """A candidate's last_seen: the bank's, this transaction's queued dates, the call's own."""
+    epoch = c.last_seen.timestamp() if c.last_seen is not None else None
+    queued = view.pending.get(c.id)
+    if queued is not None:
+        q_epoch, recomputed = queued
+        if recomputed:
+            epoch = q_epoch
+        elif q_epoch is not None and (epoch is None or q_epoch > epoch):
+            epoch = q_epoch
+    own = state.last_seen_epoch(c.id)
+    if own is not None and (epoch is None or own > epoch):
+        epoch = own
+    if epoch is None:
+        return None
+    return c.last_seen if c.last_seen is not None and c.last_seen.timestamp() == epoch else datetime_of(epoch)
+
+
+def name_of(c: Candidate, view: View, state: CallState) -> str:
+    """A candidate's canonical name as written."""
+    if state.is_new(c.id):
+        return state.by_id[c.id].name
+    return view.names[c.id]

@@ -1,0 +1,68 @@
+"""A fact's context: the partners of its candidates among its nearby names, with their degrees.
+
+What the bank knows (one statement, probe.context) combined with what the
+earlier facts of the call did (callstate.py): a pair the call formed adds a
+partner, and adds to a degree only when the bank did not have it already.
+Under the context_by_entity lever a nearby name also reaches its entity through
+an alias or its name without legal forms ("Acme Inc" is the partner "Acme").
+"""
+
+from typing import Dict, Iterable, Set
+
+import names as names_mod
+import probe
+from callstate import CallState, pair
+from settings import lever
+
+
+def near_forms(near_names: Iterable[str], cfg, data: names_mod.NameData) -> Dict[str, str]:
+    """Each nearby name, and (context_by_entity) its form without legal forms: form -> the nearby name."""
+    out = {}
+    for n in near_names:
+        if not n:
+            continue
+        out.setdefault(n, n)
+        if lever(cfg, "context_by_entity") and lever(cfg, "org_suffixes"):
+            s = names_mod.stripped(n, data)
+            if s is not None:
+                out.setdefault(s, n)
+    return out
+
+
+def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState, cfg,
+                  data: names_mod.NameData) -> None:
+    """Set each survivor's partners: {nearby name: degree} for the entities the names reach."""
+    forms = near_forms(near_names, cfg, data)
+    bank_ids = [c.id for c in survivors if not state.is_new(c.id)]
+    involved = {c.id for c in survivors}
+    involved.update(state.seen_names[n] for n in forms if n in state.seen_names)
+    ask = set()
+    for e in involved:
+        if state.is_new(e):
+            continue
+        for x in state.partners_of(e):
+            if not state.is_new(x):
+                ask.add(pair(e, x))
+    # Candidates the call created have no pair in the bank; when their
+    # partners among the nearby names are the call's too, the bank has
+    # nothing to add.
+    needs_bank = bool(bank_ids) or any(
+        not state.is_new(x) and state.name_of.get(x) in forms for c in survivors for x in state.partners_of(c.id))
+    by_alias = lever(cfg, "context_by_entity")
+    ctx = probe.context(plpy, bank.id, bank_ids, forms, ask, bank.pending, by_alias) if needs_bank \
+        else probe.Context({}, {}, set(), set())
+    reach: Dict[str, str] = {}            # the nearby name -> the entity it reaches
+    for form, entity in ctx.near.items():
+        reach.setdefault(forms.get(form, form), entity)
+    for form, name in forms.items():
+        ent = state.created_named(form, None)
+        if ent is not None and ent.kind != "label":
+            reach.setdefault(name, ent.id)
+    degree: Dict[str, int] = {}
+    for n in set(reach.values()):
+        extra = sum(1 for x in state.partners_of(n)
+                    if state.is_new(n) or state.is_new(x) or pair(n, x) not in ctx.known)
+        degree[n] = ctx.degree.get(n, 0) + extra
+    for c in survivors:
+        mine = state.partners_of(c.id)
+        c.partners = {name: degree[n] for name, n in reach.items() if (c.id, n) in ctx.pairs or n in mine}

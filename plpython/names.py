@@ -1,0 +1,109 @@
+"""Names beyond their spelling: nicknames, initials, organisation legal forms.
+
+The levers of the enhanced profile (docs/accuracy.md) read a name as a person
+or an organisation would:
+
+* "Bob Smith" is "Robert Smith": a nickname is equivalent to its given name
+  (the nicknames package's relations, table name_variants);
+* "R. Smith" may be "Robert Smith": an initial is compatible with a word it
+  begins, but it is weaker evidence than the word and needs context;
+* "Acme", "Acme Inc" and "ACME Corp" are one name: legal forms at the end of an
+  organisation's name are decorations (table org_suffixes); "Acme Bank" is
+  another name.
+
+Every name here is already lowercased by PostgreSQL. Standard library only.
+"""
+
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+import words
+
+# How many alternative forms one mention is probed with at most (each word's
+# nickname equivalents multiply them).
+MAX_FORMS = 8
+
+
+class NameData:
+    """The shipped name data, as the resolver reads it."""
+
+    def __init__(self, variant_rows: Iterable[Tuple[str, str]] = (), suffix_forms: Iterable[str] = ()):
+        self.variants: Dict[str, Set[str]] = {}
+        for name, variant in variant_rows:
+            if name == variant:
+                continue
+            # One hop each way: Bob is Robert's, Robert is Bob's.
+            self.variants.setdefault(name, set()).add(variant)
+            self.variants.setdefault(variant, set()).add(name)
+        # A legal form as a sequence of words ("s.a." is s a); longest first.
+        forms = {tuple(words.split_words(f)) for f in suffix_forms}
+        self.suffixes: List[Tuple[str, ...]] = sorted((f for f in forms if f), key=lambda f: (-len(f), f))
+
+    def equivalents(self, word: str) -> FrozenSet[str]:
+        """The words a word may stand for (its nicknames or its given names)."""
+        return frozenset(self.variants.get(word, ()))
+
+    def strip_suffixes(self, name_words: Tuple[str, ...]) -> Tuple[str, ...]:
+        """The words of a name without the legal forms at its end (they stack); never empty."""
+        out = tuple(name_words)
+        changed = True
+        while changed and len(out) > 1:
+            changed = False
+            for form in self.suffixes:
+                if len(form) < len(out) and out[-len(form):] == form:
+                    out = out[:-len(form)]
+                    changed = True
+                    break
+        return out
+
+
+EMPTY = NameData()
+
+
+def is_initial(word: str) -> bool:
+    """A single letter: "r" in "R. Smith"."""
+    return len(word) == 1 and word.isalpha()
+
+
+def stripped(key: str, data: NameData) -> Optional[str]:
+    """The name without its legal forms, as words joined by spaces; None when it has none."""
+    w = tuple(words.split_words(key))
+    s = data.strip_suffixes(w)
+    return " ".join(s) if s != w else None
+
+
+def variant_forms(key: str, data: NameData) -> List[str]:
+    """The name with one word replaced by an equivalent (Bob Smith -> Robert Smith), a few at most."""
+    w = words.split_words(key)
+    out: List[str] = []
+    for i, word in enumerate(w):
+        for eq in sorted(data.equivalents(word)):
+            form = " ".join(w[:i] + [eq] + w[i + 1:])
+            if form != key and form not in out:
+                out.append(form)
+            if len(out) >= MAX_FORMS:
+                return out
+    return out
+
+
+def organisation_words(a: str, b: str, data: NameData) -> Optional[bool]:
+    """For two names of which one carries a legal form: whether they name one organisation by their words.
+
+    None when neither has a legal form (not an organisation comparison).
+    Otherwise the names without legal forms must have the same words, exactly:
+    an organisation's extra word names another one ("Acme Bank" beside
+    "Acme"), and a near-spelling is another company ("Initech"/"Innotech")
+    as often as a typo.
+    """
+    wa, wb = tuple(words.split_words(a)), tuple(words.split_words(b))
+    sa, sb = data.strip_suffixes(wa), data.strip_suffixes(wb)
+    if sa == wa and sb == wb:
+        return None
+    return sa == sb
+
+
+def same_organisation(a: str, b: str, data: NameData) -> bool:
+    """True iff two names differ only by legal forms at their ends ("acme inc" / "acme corp")."""
+    wa, wb = tuple(words.split_words(a)), tuple(words.split_words(b))
+    if wa == wb:
+        return False
+    return bool(wa) and data.strip_suffixes(wa) == data.strip_suffixes(wb)
