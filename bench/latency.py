@@ -63,6 +63,8 @@ class Latency:
     batch_ms: List[float] = field(default_factory=list)
     probe_ms: List[float] = field(default_factory=list)
     candidates: List[int] = field(default_factory=list)
+    # the same batch with the bank's profile set to "reference" (no levers)
+    reference_ms: List[float] = field(default_factory=list)
 
     def summary(self) -> Dict[str, Any]:
         b, p = self.batch_ms, self.probe_ms
@@ -75,12 +77,28 @@ class Latency:
             "median_ratio": round(statistics.median(ratios), 2),
             "mentions_per_second": round(BATCH_MENTIONS * len(b) / (sum(b) / 1000.0), 1),
             "candidate_rows_per_batch": round(statistics.mean(self.candidates), 1),
+            **self._profiles(),
         }
+
+    def _profiles(self) -> Dict[str, Any]:
+        if not self.reference_ms:
+            return {}
+        r = self.reference_ms
+        ratios = [x / y for x, y in zip(self.batch_ms, r) if y > 0]
+        return {"reference_batch_ms": {"median": round(statistics.median(r), 2),
+                                       "p95": round(percentile(r, 0.95), 2)},
+                "enhanced_over_reference": round(statistics.median(self.batch_ms) / statistics.median(r), 2),
+                "enhanced_over_reference_median_ratio": round(statistics.median(ratios), 2)}
 
 
 def measure_latency(conn: psycopg.Connection, bank: Bank, retains: Sequence[List[List[str]]],
-                    warmup: int = 3) -> Latency:
-    """Resolver batch and bare probe, alternating which goes first, each batch rolled back."""
+                    warmup: int = 3, profiles: bool = True) -> Latency:
+    """Resolver batch and bare probe, alternating which goes first, each batch rolled back.
+
+    ``profiles``: also the batch under the reference profile (the bank's
+    profile set in the same rolled-back transaction, untimed), in rotating
+    order with the other two, so the two profiles are compared side by side.
+    """
     cfg = effective_settings(conn, bank.bank_id)
     threshold = max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
     probe = probe_statement(conn)
@@ -104,6 +122,15 @@ def measure_latency(conn: psycopg.Connection, bank: Bank, retains: Sequence[List
                 conn.rollback()
                 return d * 1000.0
 
+            def run_reference() -> float:
+                conn.execute("SELECT configure_bank(%s, '{\"profile\": \"reference\"}')", (bank.bank_id,))
+                t = time.perf_counter()
+                conn.execute("SELECT count(*) FROM resolve_mentions(%s, %s::jsonb, %s)",
+                             (bank.bank_id, payload, NOW), prepare=True).fetchall()
+                d = time.perf_counter() - t
+                conn.rollback()
+                return d * 1000.0
+
             def run_probe() -> Tuple[float, int]:
                 t = time.perf_counter()
                 rows = conn.execute(probe, params, prepare=True).fetchone()[0]
@@ -111,16 +138,21 @@ def measure_latency(conn: psycopg.Connection, bank: Bank, retains: Sequence[List
                 conn.rollback()
                 return d * 1000.0, rows
 
-            if n % 2 == 0:
-                b = run_batch()
-                p, rows = run_probe()
-            else:
-                p, rows = run_probe()
-                b = run_batch()
+            timed: Dict[str, Any] = {}
+            order = ["batch", "probe", "reference"] if profiles else ["batch", "probe"]
+            for what in order[n % len(order):] + order[:n % len(order)]:
+                if what == "batch":
+                    timed["batch"] = run_batch()
+                elif what == "probe":
+                    timed["probe"] = run_probe()
+                else:
+                    timed["reference"] = run_reference()
             if n >= warmup:
-                out.batch_ms.append(b)
-                out.probe_ms.append(p)
-                out.candidates.append(rows)
+                out.batch_ms.append(timed["batch"])
+                out.probe_ms.append(timed["probe"][0])
+                out.candidates.append(timed["probe"][1])
+                if profiles:
+                    out.reference_ms.append(timed["reference"])
     finally:
         conn.rollback()
         conn.autocommit = True

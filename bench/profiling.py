@@ -72,7 +72,7 @@ for b in batches:
             if prof:
                 prof.enable()
             try:
-                R.resolve_items(timed, bank, P.parse_mentions(b), event_date)
+                R.resolve_mentions_sql(timed, bank, b, event_date)
             finally:
                 if prof:
                     prof.disable()
@@ -103,7 +103,7 @@ def _run_profile(conn: psycopg.Connection, bank: Bank, payloads: List[str],
 def profile(conn: psycopg.Connection, bank: Bank, retains: Sequence[List[List[str]]]) -> Dict[str, Any]:
     """Where a batch's time goes inside the server.
 
-    Runs the installed ``resolve_items`` on the batches (each in a rolled-back
+    Runs the installed ``resolve_mentions`` entry point on the batches (each in a rolled-back
     subtransaction, from cold word caches) with a timing proxy for plpy: time
     per SQL statement, the rest is Python; then once more under cProfile.
     """

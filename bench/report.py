@@ -165,7 +165,7 @@ def markdown(result: Dict[str, Any]) -> str:
             "",
             f"## Where the time goes ({_fmt_int(prof['size'])} entities, mean of {prof['batches']} batches)",
             "",
-            f"Inside the server, `resolve_items` takes {prof['resolve_items_ms']:.1f} ms per batch: "
+            f"Inside the server, `resolve_mentions` takes {prof['resolve_items_ms']:.1f} ms per batch: "
             f"{prof['sql_ms']:.1f} ms in its SQL statements and {prof['python_ms']:.1f} ms in Python.",
             "",
             "| statement | calls/batch | ms/batch |",

@@ -9,9 +9,9 @@ bank's, as probed, and the entities the call created that pg_trgm would have
 found, merged per entity in probe order.
 """
 
-import dataclasses
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+import memory
 import names as names_mod
 import probe
 from callstate import CallState
@@ -40,49 +40,70 @@ def forms_of(key: str, cfg: Dict[str, Any], data: names_mod.NameData) -> List[st
 class View(NamedTuple):
     """What the call read of the bank before its first fact."""
 
-    hits: Dict[str, List[probe.Hit]]             # exact names, aliases, remembered forms, by key
-    candidates: Dict[str, List[Candidate]]       # pre-call probe, by form
+    hits: Dict[str, List[probe.Hit]]             # exact names, aliases, remembered forms, by key or form
+    candidates: Dict[str, List[Candidate]]       # pre-call probe, by key
     names: Dict[str, str]                        # candidate id -> canonical name
     pending: Dict[str, Tuple[Optional[float], bool]]
-    forms: Dict[str, List[str]]                  # key -> its probe forms (the key first)
+    forms: Dict[str, List[str]]                  # key -> its other forms (enhanced profile)
 
 
 def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
               memory_keys: List[str], cfg, data: names_mod.NameData) -> View:
-    """The exact look-up and the probe of a call: two statements (three with queued dates)."""
+    """The exact look-up and the probe of a call: two statements (three with queued dates).
+
+    A key's other forms are looked up by exact name, with the keys: "bob
+    smith" finds "Robert Smith" as its form "robert smith", "acme inc" finds
+    "Acme" as "acme" (a trigram probe per form would cost as much again as
+    the probe of the keys).
+    """
+    forms = {k: forms_of(k, cfg, data)[1:] for k in regular_keys}
+    other = {f for fs in forms.values() for f in fs}
     # Every key by name: a regular name without trigrams ("!!!", "🔥") is
     # never a trigram candidate, but is the same entity when spelled the same.
-    hits = probe.exact(plpy, bank.id, set(keys), set(literal_keys) | set(regular_keys), memory_keys)
-    forms = {k: forms_of(k, cfg, data) for k in regular_keys}
+    hits = probe.exact(plpy, bank.id, set(keys) | other, set(literal_keys) | set(regular_keys), memory_keys,
+                       memory.MEMORY_MIN_SCORE)
     # An alias names its entity exactly: no fuzzy probe for it.
-    distinct = sorted({f for k in regular_keys if probe.alias_hit(hits, k) is None for f in forms[k]})
-    by_form, names = probe.candidates(plpy, bank.id, distinct, cfg["max_candidates"])
+    distinct = sorted({k for k in regular_keys if probe.alias_hit(hits, k) is None})
+    by_key, names = probe.candidates(plpy, bank.id, distinct, cfg["max_candidates"])
+    for f in other:
+        for h in hits.get(f, ()):
+            names.setdefault(h.id, h.name)
     pending = {}
     if bank.pending:
-        pending = probe.pending_dates(plpy, bank.id, [c.id for cands in by_form.values() for c in cands])
-    return View(hits, by_form, names, pending, forms)
+        ids = [c.id for cands in by_key.values() for c in cands] + [h.id for f in other for h in hits.get(f, ())]
+        pending = probe.pending_dates(plpy, bank.id, ids)
+    return View(hits, by_key, names, pending, forms)
+
+
+def _form_candidates(form: str, view: View, state: CallState) -> List[Candidate]:
+    """The entities named exactly by a form, as candidates found by it (similarity 1.0 to the form)."""
+    out = [Candidate(h.id, h.lname, 1.0, datetime_of(h.last_seen), entity_type=h.type, form=form)
+           for h in view.hits.get(form, ()) if h.via == "name" and h.kind != "label"]
+    out.extend(Candidate(e.id, e.key, 1.0, None, entity_type=e.type, form=form)
+               for e in state.created.get(form, ()) if e.kind != "label")
+    return out
 
 
 def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
-    """The key's candidates in probe order: the bank's as probed, and those the call created."""
-    forms = view.forms.get(key, [key])
-    if len(forms) == 1:
-        bank_side = view.candidates.get(key, [])
-        mine = state.created_candidates(key)
-        if not mine:
-            return bank_side
+    """The key's candidates in probe order: the bank's as probed, and those the call created.
+
+    With other forms (enhanced profile), one entry per entity: found by the
+    form most similar to it, the key itself on a tie.
+    """
+    bank_side = view.candidates.get(key, [])
+    mine = state.created_candidates(key)
+    forms = view.forms.get(key, ())
+    if not mine and not forms:
+        return bank_side
+    if not forms:
         merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
         return merged[:cfg["max_candidates"]]
-    # Several forms: one entry per entity, found by the form most similar to
-    # it (the key itself on a tie), with the form it was found by.
     best: Dict[str, Candidate] = {}
-    for form in forms:
-        for c in view.candidates.get(form, []) + state.created_candidates(form):
-            old = best.get(c.id)
-            if old is None or c.trigram_similarity > old.trigram_similarity:
-                best[c.id] = dataclasses.replace(c, form=None if form == key else form)
-    merged = sorted(best.values(), key=probe.order_key)
-    return merged[:cfg["max_candidates"]]
+    for c in bank_side + mine + [c for f in forms for c in _form_candidates(f, view, state)]:
+        old = best.get(c.id)
+        if old is None or c.trigram_similarity > old.trigram_similarity:
+            best[c.id] = c
+    return sorted(best.values(), key=probe.order_key)[:cfg["max_candidates"]]
 
 
 def effective_last_seen(c: Candidate, view: View, state: CallState):

@@ -34,9 +34,13 @@ class NameData:
             # One hop each way: Bob is Robert's, Robert is Bob's.
             self.variants.setdefault(name, set()).add(variant)
             self.variants.setdefault(variant, set()).add(name)
-        # A legal form as a sequence of words ("s.a." is s a); longest first.
+        # A legal form as a sequence of words ("s.a." is s a), by its last
+        # word, longest first.
         forms = {tuple(words.split_words(f)) for f in suffix_forms}
-        self.suffixes: List[Tuple[str, ...]] = sorted((f for f in forms if f), key=lambda f: (-len(f), f))
+        self.suffixes: Dict[str, List[Tuple[str, ...]]] = {}
+        for f in sorted((f for f in forms if f), key=lambda f: (-len(f), f)):
+            self.suffixes.setdefault(f[-1], []).append(f)
+        self._stripped: Dict[Tuple[str, ...], Tuple[str, ...]] = {}
 
     def equivalents(self, word: str) -> FrozenSet[str]:
         """The words a word may stand for (its nicknames or its given names)."""
@@ -44,15 +48,18 @@ class NameData:
 
     def strip_suffixes(self, name_words: Tuple[str, ...]) -> Tuple[str, ...]:
         """The words of a name without the legal forms at its end (they stack); never empty."""
+        done = self._stripped.get(name_words)
+        if done is not None:
+            return done
         out = tuple(name_words)
-        changed = True
-        while changed and len(out) > 1:
-            changed = False
-            for form in self.suffixes:
-                if len(form) < len(out) and out[-len(form):] == form:
-                    out = out[:-len(form)]
-                    changed = True
-                    break
+        while len(out) > 1:
+            form = next((f for f in self.suffixes.get(out[-1], ()) if len(f) < len(out) and out[-len(f):] == f),
+                        None)
+            if form is None:
+                break
+            out = out[:-len(form)]
+        if len(self._stripped) < 100000:
+            self._stripped[name_words] = out
         return out
 
 

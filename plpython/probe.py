@@ -29,16 +29,18 @@ class Hit(NamedTuple):
     via: str = "name"        # "name", "alias" or "memory"
     lname: str = ""          # lower(canonical_name)
     entities: int = 1        # memory: how many entities the form went to with confidence
+    last_seen: Optional[float] = None   # epoch of the entity's last_seen (names)
 
 
 SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
-       'name' AS via, lower(e.canonical_name) AS lname, 1::bigint AS n
+       'name' AS via, lower(e.canonical_name) AS lname, 1::bigint AS n,
+       extract(epoch FROM e.last_seen)::float8 AS last_seen
   FROM entities AS e
  WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($2::text[])
 UNION ALL
 SELECT lower(a.alias), e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'alias',
-       lower(e.canonical_name), 1
+       lower(e.canonical_name), 1, NULL
   FROM entity_aliases AS a
   JOIN entities AS e ON e.bank_id = a.bank_id AND e.id = a.entity_id
  WHERE a.bank_id = $1 AND lower(a.alias) = ANY ($3::text[])
@@ -49,7 +51,8 @@ SELECT lower(a.alias), e.id::text, e.canonical_name, e.entity_kind, e.entity_typ
 # splitting keep it true): one of them, and how many there are.
 SQL_MEMORY = """
 UNION ALL
-SELECT r.key, e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'memory', lower(e.canonical_name), r.n
+SELECT r.key, e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'memory', lower(e.canonical_name), r.n,
+       NULL
   FROM (SELECT lower(m.mention COLLATE @collate@) AS key, min(m.entity_id::text) AS id,
                count(DISTINCT m.entity_id) AS n
           FROM mentions AS m
@@ -228,7 +231,8 @@ def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = (),
     out: Dict[str, List[Hit]] = {}
     for r in rows:
         out.setdefault(r["key"], []).append(
-            Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["lname"], r["n"]))
+            Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["lname"], r["n"],
+                r["last_seen"]))
     order = {"alias": 0, "name": 1, "memory": 2}
     for hits in out.values():
         hits.sort(key=lambda h: (order[h.via], h.type is not None, h.type or ""))

@@ -284,12 +284,10 @@ def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, w
     literal_keys = [call.folded.keys[i] for i, how in call.exact.items() if how == LITERAL]
     regular_keys = [call.folded.keys[i] for i in sorted(call.regular)]
     memory_keys = [k for k in regular_keys if memory.remembers(k, call.cfg)]
-    near = None
+    near = _call_neighbours(call, facts)
     for attempt in range(MAX_ATTEMPTS):
         view = candidates.read_view(plpy, bank, call.folded.keys, literal_keys, regular_keys, memory_keys,
                                     call.cfg, call.data)
-        if near is None:
-            near = _call_neighbours(call, facts, view)
         state = CallState(near)
         results = []
         for n, fact in enumerate(facts):
@@ -317,8 +315,8 @@ def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:
     return Call(plpy, bank, cfg, banks.name_data(plpy, cfg), items, folded, exact, frozenset(regular))
 
 
-def _call_neighbours(call: Call, facts: List[Fact], view) -> Dict[str, List[Tuple[str, float]]]:
-    """Which of the call's keys and probe forms could be candidates for which: once, not per fact.
+def _call_neighbours(call: Call, facts: List[Fact]) -> Dict[str, List[Tuple[str, float]]]:
+    """Which of the call's keys could be candidates for which: once, not per fact.
 
     An entity the call creates is one of its keys: a later fact finds it as
     pg_trgm would have, had the earlier fact been its own statement.
@@ -327,9 +325,6 @@ def _call_neighbours(call: Call, facts: List[Fact], view) -> Dict[str, List[Tupl
         return {}
     folded = call.folded
     keyed = {folded.keys[i]: folded.trigrams[folded.keys[i]] for i in list(call.exact) + sorted(call.regular)}
-    extra = sorted({f for forms in view.forms.values() for f in forms if f not in keyed})
-    for form, joined in zip(extra, probe.trigrams_of(call.plpy, extra)):
-        keyed[form] = trigrams.parse(joined)
     return trigrams.neighbours(keyed, candidates.probe_threshold(call.cfg))
 
 

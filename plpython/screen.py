@@ -36,18 +36,20 @@ def identical_is_final(settings: Dict[str, Any]) -> bool:
 Screened = Tuple[Candidate, Optional[Evaluation]]
 
 
-def stops_at_identical(mention: str, settings: Dict[str, Any]) -> bool:
-    """Whether screening may stop at the first identical name (see ``screen``).
+def stops_at_identical(mention: str, settings: Dict[str, Any]) -> Optional[str]:
+    """How screening may stop at an identical name (see ``screen``): "first", "block" or None (never).
 
-    Not for a one-word mention under the bare_names lever, nor under the
-    typed_mentions lever: several entities may fit the name, and the context
-    chooses among all of them.
+    Never for a one-word mention under the bare_names lever: every entity
+    with the word in its name may fit, and the context chooses among all of
+    them. Under the typed_mentions lever, not before the end of the block of
+    identical trigram sets (they come first in probe order): "Jordan" the
+    person and "Jordan" the country are both identical to "jordan".
     """
     if not identical_is_final(settings):
-        return False
-    if lever(settings, "typed_mentions"):
-        return False
-    return not (lever(settings, "bare_names") and len(words.split_words(mention)) == 1)
+        return None
+    if lever(settings, "bare_names") and len(words.split_words(mention)) == 1:
+        return None
+    return "block" if lever(settings, "typed_mentions") else "first"
 
 
 def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, Any],
@@ -63,16 +65,20 @@ def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, An
 
     With ``stop_at_identical`` (resolution, not explain), screening stops
     after the first candidate with identical trigram sets that passes the
-    word check, when ``stops_at_identical``: it scores 1.0, and no later
+    word check (or, "block", at the first one after it that is not
+    identical), as ``stops_at_identical`` allows: it scores 1.0, and no later
     candidate can change the choice or the best score.
     """
     floor = settings["merge_min_similarity"]
-    stop = stop_at_identical and stops_at_identical(mention, settings)
+    stop = stops_at_identical(mention, settings) if stop_at_identical else None
+    found = False
     typed = mention_type is not None and lever(settings, "typed_mentions")
     orgs = names if lever(settings, "org_suffixes") else None
     equivalents = names.equivalents if names is not None and lever(settings, "name_variants") else None
     out: List[Screened] = []
     for cand in candidates:
+        if found and (stop == "first" or round(cand.trigram_similarity, PRECISION) < 1.0):
+            break
         if cand.is_label:
             # Labels resolve by exact match only: "pedagogy:scaffolding" must
             # never be fuzzy-merged into a neighbouring value.
@@ -96,8 +102,7 @@ def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, An
         if org is True and not is_identical(cand):
             # "Acme Inc" / "ACME Corp": one name, its legal forms aside.
             out.append((dataclasses.replace(cand, how="org_suffix"), None))
-            if stop:
-                break
+            found = stop is not None
             continue
         if org is False:
             # "Acme Bank" is not "Acme Inc"; "Innotech LLC" is not "Initech LLC".
@@ -111,6 +116,5 @@ def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, An
         if how is not None and lever(settings, "name_variants"):
             cand = dataclasses.replace(cand, how=how)
         out.append((cand, None))
-        if stop and is_identical(cand):
-            break
+        found = found or (stop is not None and is_identical(cand))
     return out
