@@ -166,18 +166,53 @@ UNION ALL
 SELECT 's', lower(s.form), NULL FROM org_suffixes AS s
 """
 
-_NAME_DATA = {}
+# A bank's own name data (settings name_variants_add ...), case-folded by
+# PostgreSQL like every name.
+SQL_LOWER = """
+SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[]) WITH ORDINALITY AS u (t, i) ORDER BY i) AS l
+"""
+
+OVERRIDES = ("name_variants_add", "name_variants_remove", "org_suffixes_add", "org_suffixes_remove")
+
+# Per session: the shipped rows, and the name data of each bank's overrides.
+_NAME_DATA: Dict[str, Any] = {}
 
 
 def name_data(plpy, cfg: Dict[str, Any]) -> names.NameData:
-    """The shipped name data (nicknames, legal forms), read once per session; empty when no lever needs it."""
+    """The name data a bank reads: shipped (read once per session) with the bank's own additions and removals.
+
+    Empty when no lever needs it.
+    """
     if not (settings_mod.lever(cfg, "name_variants") or settings_mod.lever(cfg, "org_suffixes")
-            or settings_mod.lever(cfg, "bare_names")):
+            or settings_mod.lever(cfg, "bare_names") or settings_mod.lever(cfg, "context_by_entity")):
         return names.EMPTY
-    data = _NAME_DATA.get("data")
-    if data is None:
+    shipped = _NAME_DATA.get("shipped")
+    if shipped is None:
         rows = db.run(plpy, "name_data", SQL_NAME_DATA, [], [])
-        data = names.NameData([(r["a"], r["b"]) for r in rows if r["kind"] == "v"],
-                              [r["a"] for r in rows if r["kind"] == "s"])
-        _NAME_DATA["data"] = data
+        shipped = ([(r["a"], r["b"]) for r in rows if r["kind"] == "v"], [r["a"] for r in rows if r["kind"] == "s"])
+        _NAME_DATA["shipped"] = shipped
+    overrides = [cfg.get(k) or [] for k in OVERRIDES]
+    key = json.dumps(overrides)
+    data = _NAME_DATA.get(key)
+    if data is None:
+        data = _with_overrides(plpy, shipped, overrides)
+        if len(_NAME_DATA) > 64:
+            _NAME_DATA.clear()
+            _NAME_DATA["shipped"] = shipped
+        _NAME_DATA[key] = data
     return data
+
+
+def _with_overrides(plpy, shipped, overrides) -> names.NameData:
+    add_v, remove_v, add_s, remove_s = overrides
+    flat = [w for pair in add_v + remove_v for w in pair] + add_s + remove_s
+    if not flat:
+        return names.NameData(shipped[0], shipped[1])
+    lowered = iter(db.run(plpy, "lower", SQL_LOWER, ["text[]"], [flat])[0]["l"])
+    add_v = [(next(lowered), next(lowered)) for _ in add_v]
+    remove_v = {(next(lowered), next(lowered)) for _ in remove_v}
+    add_s = [next(lowered) for _ in add_s]
+    remove_s = {next(lowered) for _ in remove_s}
+    variants = [p for p in shipped[0] + add_v if p not in remove_v and (p[1], p[0]) not in remove_v]
+    suffixes = [f for f in shipped[1] + add_s if f not in remove_s]
+    return names.NameData(variants, suffixes)

@@ -33,10 +33,12 @@ def best_evaluation(evaluations: Iterable[Evaluation]) -> Optional[Evaluation]:
 
 
 # How much of the nearby context an ambiguous name needs before it is merged
-# into one of the entities it fits: a partner seen with few others among a
-# handful of nearby names (1 of 2 names with degree up to 4 gives 0.25); a hub
-# next to everyone (degree 100: 0.05 a name) is not enough.
-MIN_CONTEXT = 0.2
+# into one of the entities it fits (the damped share of its partners, as the
+# co-occurrence signal): the only nearby name a partner seen with at most 16
+# entities (1/sqrt(16) = 0.25), or 1 of 2 nearby names with degree up to 4;
+# a hub such as "user" next to 22 entities (0.21) is not enough, nor is one
+# next to everyone (degree 100: 0.1).
+MIN_CONTEXT = 0.25
 
 
 def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],

@@ -45,22 +45,30 @@ def _exact_row(entity_id, name, decision, lever_name=None):
             "lever": lever_name}
 
 
-def _probed(plpy, bank_id, forms, cfg):
-    """Regular candidates of every form (merged per entity, as resolution merges them) and label rows."""
-    best, labels, names = {}, {}, {}
-    key = forms[0]
+def _probed(plpy, bank_id, key, forms, cfg):
+    """Regular candidates and label rows of the key, and the entities its other forms name exactly.
+
+    Merged per entity as resolution merges them (candidates.for_mention).
+    """
+    best, names = {}, {}
+    rows = probe.explain_candidates(plpy, bank_id, key, cfg["max_candidates"], EXPLAIN_LABEL_ROWS)
+    found = [scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), r["is_label"], {},
+                               r["entity_type"]) for r in rows]
+    names.update((r["id"], r["canonical_name"]) for r in rows)
+    hits = probe.exact(plpy, bank_id, forms) if forms else {}
     for form in forms:
-        for r in probe.explain_candidates(plpy, bank_id, form, cfg["max_candidates"], EXPLAIN_LABEL_ROWS):
-            names[r["id"]] = r["canonical_name"]
-            cand = scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), r["is_label"],
-                                     {}, r["entity_type"], None if form == key else form)
-            into = labels if r["is_label"] else best
-            old = into.get(r["id"])
-            if old is None or cand.trigram_similarity > old.trigram_similarity:
-                into[r["id"]] = cand
+        for h in hits.get(form, ()):
+            if h.kind != "label":
+                names[h.id] = h.name
+                found.append(scoring.Candidate(h.id, h.lname, 1.0, datetime_of(h.last_seen), False, {}, h.type,
+                                               form))
+    for cand in found:
+        old = best.get(cand.id)
+        if old is None or cand.trigram_similarity > old.trigram_similarity:
+            best[cand.id] = cand
     # Probe order: similarity descending, then name, type and id (labels
     # interleaved; they are never scored, so they cannot change a tie).
-    return sorted(list(best.values()) + list(labels.values()), key=probe.order_key), names
+    return sorted(best.values(), key=probe.order_key), names
 
 
 def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
@@ -84,8 +92,8 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     exact = _exact(plpy, bank_id, key, wanted, is_label, cfg)
     if exact is not None or is_label:
         return exact or []
-    forms = candidates_mod.forms_of(key, cfg, data)
-    probed, names = _probed(plpy, bank_id, forms, cfg)
+    forms = candidates_mod.forms_of(key, cfg, data)[1:]
+    probed, names = _probed(plpy, bank_id, key, forms, cfg)
     # Resolution's probe (pg_trgm %, compared like this) never sees a regular
     # row under its threshold.
     seen = [c for c in probed if c.is_label or c.trigram_similarity >= probe_at]

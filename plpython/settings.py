@@ -47,7 +47,18 @@ DEFAULTS = {
     "typed_mentions": True,
     "context_by_entity": True,
     "alias_memory": True,
+    # The bank's own name data, over the shipped tables name_variants and
+    # org_suffixes: [name, variant] pairs and legal forms to add or to remove.
+    "name_variants_add": [],
+    "name_variants_remove": [],
+    "org_suffixes_add": [],
+    "org_suffixes_remove": [],
 }
+
+# At most this many entries in one of the name data settings, each of at most
+# MAX_WORD_CHARS characters.
+MAX_NAME_DATA = 1000
+MAX_WORD_CHARS = 100
 
 PROFILES = ("reference", "enhanced")
 LEVERS = ("bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity", "alias_memory")
@@ -81,6 +92,10 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "typed_mentions": ("bool", 0, 0, True),
     "context_by_entity": ("bool", 0, 0, True),
     "alias_memory": ("bool", 0, 0, True),
+    "name_variants_add": ("pairs", 0, MAX_NAME_DATA, True),
+    "name_variants_remove": ("pairs", 0, MAX_NAME_DATA, True),
+    "org_suffixes_add": ("words", 0, MAX_NAME_DATA, True),
+    "org_suffixes_remove": ("words", 0, MAX_NAME_DATA, True),
 }
 
 
@@ -127,6 +142,8 @@ def _check(key: str, value: Any, argument: str):
                              % (key, ", ".join('"%s"' % p for p in PROFILES), _type_name(value), _show(value)),
                              argument)
         return value
+    if kind in ("pairs", "words"):
+        return _name_data(key, kind, value, argument)
     if kind == "bool":
         if not isinstance(value, bool):
             raise InputError('"%s" must be true or false, got %s %s'
@@ -147,6 +164,34 @@ def _check(key: str, value: Any, argument: str):
             bounds = "greater than %g and at most %g" % (low, high)
         raise InputError('"%s" must be a number %s, got %s' % (key, bounds, _show(value)), argument)
     return number
+
+
+def _word(key: str, value: Any, argument: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError('"%s": every name must be a non-blank string, got %s %s'
+                         % (key, _type_name(value), _show(value)), argument)
+    if len(value) > MAX_WORD_CHARS:
+        raise InputError('"%s": a name is at most %d characters, got %d' % (key, MAX_WORD_CHARS, len(value)),
+                         argument)
+    return value
+
+
+def _name_data(key: str, kind: str, value: Any, argument: str) -> list:
+    """A list of names ("words") or of [name, variant] pairs ("pairs"), at most MAX_NAME_DATA."""
+    what = "[name, variant] pairs" if kind == "pairs" else "names"
+    if not isinstance(value, list):
+        raise InputError('"%s" must be an array of %s, got %s %s' % (key, what, _type_name(value), _show(value)),
+                         argument)
+    if len(value) > MAX_NAME_DATA:
+        raise InputError('"%s" has %d entries; at most %d' % (key, len(value), MAX_NAME_DATA), argument)
+    if kind == "words":
+        return [_word(key, v, argument) for v in value]
+    out = []
+    for v in value:
+        if not isinstance(v, list) or len(v) != 2:
+            raise InputError('"%s" must be an array of %s, got %s' % (key, what, _show(v)), argument)
+        out.append([_word(key, v[0], argument), _word(key, v[1], argument)])
+    return out
 
 
 def validate_settings(overrides: Any, argument: str = "settings") -> Dict[str, Any]:

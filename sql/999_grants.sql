@@ -250,6 +250,7 @@ BEGIN
     --     which needs an UPDATE privilege: queued_at, harmless) and deleted
     --     by flushing.
     --   facts: inserted, deleted (links go with them), content corrected.
+    --   name_variants, org_suffixes: installation data, read by resolution.
     FOR obj IN
         SELECT t.tbl, t.privileges
         FROM (
@@ -264,6 +265,8 @@ BEGIN
             ('entity_aliases', 'SELECT'),
             ('entity_forwards', 'SELECT'),
             ('operations', 'SELECT'),
+            ('name_variants', 'SELECT'),
+            ('org_suffixes', 'SELECT'),
             ('plpython_modules', 'SELECT'),
             ('schema_migrations', 'SELECT')
         ) AS t (tbl, privileges)

@@ -210,3 +210,11 @@ def shared_conn(er_proc) -> Iterator[psycopg.Connection]:
 def bank(shared_conn, request) -> Bank:
     """A fresh, empty bank of its own for this test (default settings, no labels)."""
     return Bank(shared_conn, f"{next(_serial)}:{request.node.name}"[:100]).create()
+
+
+@pytest.fixture
+def reference_bank(shared_conn, request) -> Bank:
+    """A fresh, empty bank under the reference profile: the reference design's decisions, bit for bit."""
+    b = Bank(shared_conn, f"{next(_serial)}:{request.node.name}"[:100]).create()
+    b.configure({"profile": "reference"})
+    return b

@@ -86,7 +86,10 @@ def test_every_primary_key_includes_bank_id(empty_db):
         """SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint
             WHERE connamespace = 'entity_resolver'::regnamespace AND contype IN ('p', 'u')
               AND conrelid::regclass::text NOT LIKE '%%plpython_modules'
-              AND conrelid::regclass::text NOT LIKE '%%schema_migrations'"""
+              AND conrelid::regclass::text NOT LIKE '%%schema_migrations'
+              -- installation data, read by every bank (no tenant data)
+              AND conrelid::regclass::text NOT LIKE '%%name_variants'
+              AND conrelid::regclass::text NOT LIKE '%%org_suffixes'"""
     ).fetchall()
     assert rows
     for table, definition in rows:
@@ -99,7 +102,8 @@ def test_unique_lower_name_pair_check_and_trigram_index_exist(empty_db):
     indexes = {r[0]: r[1] for r in conn.execute(
         "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'entity_resolver'")}
     unique = [d for d in indexes.values() if "UNIQUE" in d and "lower(canonical_name)" in d]
-    assert unique and "(bank_id, lower(canonical_name))" in unique[0]
+    # one name per bank and type (an untyped entity is its own type)
+    assert unique and "(bank_id, lower(canonical_name), COALESCE(entity_type, ''::text))" in unique[0]
     trgm = [d for d in indexes.values() if "gin_trgm_ops" in d]
     assert trgm and "lower(canonical_name)" in trgm[0] and "WHERE (entity_kind <> 'label'::text)" in trgm[0]
     assert any("(bank_id, entity_id, unit_id)" in d for d in indexes.values()), "entity -> units lookup"

@@ -41,6 +41,8 @@ EXPECTED_TABLE_PRIVILEGES = {
     "entity_forwards": {"SELECT"},
     "operations": {"SELECT"},
     "plpython_modules": {"SELECT"},
+    "name_variants": {"SELECT"},
+    "org_suffixes": {"SELECT"},
     "schema_migrations": {"SELECT"},
     "entity_overview": {"SELECT"},
     "entity_neighbors": {"SELECT"},
