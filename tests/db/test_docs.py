@@ -277,3 +277,22 @@ def test_the_corrections_session_runs_in_psql_as_written(conn, pg_cluster):
         # psql pads the last header cell; the page does not.
         printed = "\n".join(line.rstrip() for line in run.stdout.strip("\n").splitlines())
         assert printed == expected.strip("\n"), statements
+
+
+def test_the_corrections_command_lines_run_as_written(conn, tmp_path, monkeypatch):
+    info = conn.info
+    dsn = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    monkeypatch.chdir(tmp_path)
+    from entity_resolver.client import Client
+
+    er = Client(conn)
+    for n, mentions in enumerate([["Alex Morgan", "Acme", "renewal"], ["Alex Kim", "React", "Sprint 14"],
+                                  ["Alex Kim", "Priya", "React"], ["Alex Morgan", "Acme", "Priya"]], 1):
+        er.retain("team", mentions, event_date=f"2026-03-0{n}T09:00:00Z", fact_id=f"f{n}")
+    for line in sh_block("corrections.md", "entity-resolver undo team 1"):
+        run_documented(line, dsn)
+    assert [o.kind for o in er.history("team")] == ["remove_alias", "add_alias", "rename", "split", "merge"]
+    assert len(Path("team.jsonl").read_text(encoding="utf-8").splitlines()) == 4
+    for line in sh_block("corrections.md", "--bank team-2"):
+        run_documented(line, dsn)
+    assert conn.execute(f"SELECT count(*) FROM {SCHEMA}.facts WHERE bank_id = 'team-2'").fetchone()[0] == 4
