@@ -34,6 +34,7 @@ def clean(report):
     return (report["differences"], report["orphans"]) == (0, [])
 
 
+@pytest.mark.slow
 def test_merges_and_undos_next_to_four_writers_raise_nothing_and_leave_exact_numbers(conn, connect):
     bank = "busy"
     conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) SELECT %s, to_jsonb(ARRAY[n]) FROM unnest(%s::text[]) n",
