@@ -1,12 +1,16 @@
 -- Least privilege and bank isolation (docs/security.md). Applied last, on
 -- every install: the end state is exact whatever an earlier version granted.
 --
--- Two group roles (NOLOGIN; cluster-wide, so named after the schema and
+-- Three group roles (NOLOGIN; cluster-wide, so named after the schema and
 -- created only if missing):
 --   <schema>_user       uses every bank: entity_resolver_user by default.
 --   <schema>_bank_user  uses only the banks bound to it in bank_roles
 --                       (grant_bank_access), enforced by row-level security.
--- Both hold exactly the privileges the functions, the facts table and the
+--   <schema>_curator    adds what operator corrections write (merge, split,
+--                       rename, aliases, forget, undo) to a role that uses a
+--                       bank; granted per bank (grant_curation), which the
+--                       correction functions check.
+-- Each holds exactly the privileges the functions, the facts table and the
 -- views need; every function runs as its caller (SECURITY INVOKER), so a
 -- caller can never do through a function what it could not do directly.
 -- Installing needs a superuser (plpython3u is untrusted); using needs only
@@ -59,6 +63,19 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.bank_user_role() IS
 'The role whose members see only the banks bound to them (grant_bank_access gives it).';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.curator_role()
+RETURNS name
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT _role_name('curator')
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.curator_role() IS
+'The role whose members may correct the banks granted to them (grant_curation gives it).';
 
 -- ---------------------------------------------------------------------------
 -- Bank isolation: binding roles to banks (administrators only)
@@ -135,6 +152,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
+    -- Curation of the bank goes with the binding.
+    PERFORM _drop_curator_membership(revoke_bank_access.role_name);
     -- The last binding gone, the membership goes too (it would give nothing).
     IF NOT EXISTS (SELECT 1 FROM bank_roles AS b WHERE b.role_name = revoke_bank_access.role_name)
         AND EXISTS (
@@ -151,7 +170,121 @@ END;
 $$;
 
 COMMENT ON FUNCTION {{ schema }}.revoke_bank_access(text, name) IS
-'Administrators: remove a binding made by grant_bank_access; returns whether there was one.';
+'Administrators: remove a binding made by grant_bank_access (and the curation of the bank); returns whether there '
+'was one.';
+
+-- ---------------------------------------------------------------------------
+-- Curation: who may correct a bank (administrators only)
+-- ---------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION {{ internal }}._drop_curator_membership(role_name name)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    curator name := _role_name('curator');
+BEGIN
+    -- The curator role's privileges serve only the banks a role curates:
+    -- with none left, the membership goes (if it was granted directly).
+    IF NOT EXISTS (
+        SELECT 1 FROM bank_roles AS b WHERE b.role_name = _drop_curator_membership.role_name AND b.may_curate
+    ) AND EXISTS (
+        SELECT 1
+        FROM pg_auth_members AS m
+        WHERE
+            m.roleid = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = curator)
+            AND m.member = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = _drop_curator_membership.role_name)
+    ) THEN
+        EXECUTE format('REVOKE %I FROM %I', curator, _drop_curator_membership.role_name);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._drop_curator_membership(name) IS
+'Internal (administrators): revoke the curator role from a role that curates no bank any more.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.grant_curation(bank_id text, role_name name)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    target oid;
+    curator name := _role_name('curator');
+    everything name := _role_name('user');
+BEGIN
+    PERFORM check_bank_id(grant_curation.bank_id);
+    SELECT r.oid INTO target FROM pg_roles AS r WHERE r.rolname = grant_curation.role_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'role_name: role % does not exist', coalesce(quote_ident(grant_curation.role_name), 'NULL')
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    -- A curator corrects a bank it already uses: through the usage role, or
+    -- its own binding (grant_bank_access). Curation grants no access: the
+    -- row a member of the usage role gets here binds nothing for it, and
+    -- a role bound through a group is curated through that group (a row of
+    -- its own would outlive the group's binding).
+    IF NOT pg_has_role(target, everything, 'USAGE') AND NOT EXISTS (
+        SELECT 1
+        FROM bank_roles AS b
+        WHERE b.bank_id = grant_curation.bank_id AND b.role_name = grant_curation.role_name
+    ) THEN
+        RAISE EXCEPTION 'role_name: % is neither a member of % nor bound to bank % itself',
+            quote_ident(grant_curation.role_name), quote_ident(everything), quote_literal(grant_curation.bank_id)
+            USING
+                ERRCODE = 'invalid_parameter_value',
+                HINT = format('SELECT %I.grant_bank_access(%L, %L) first, or grant curation to the bound group.',
+                    current_schema(), grant_curation.bank_id, grant_curation.role_name);
+    END IF;
+    INSERT INTO bank_roles AS b (bank_id, role_name, may_curate)
+    VALUES (grant_curation.bank_id, grant_curation.role_name, TRUE)
+    ON CONFLICT ON CONSTRAINT bank_roles_pkey DO UPDATE SET may_curate = TRUE;
+    IF NOT pg_has_role(target, curator, 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', curator, grant_curation.role_name);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.grant_curation(text, name) IS
+'Administrators: let role_name (and roles that inherit from it) correct bank_id (merge, split, rename, aliases, '
+'forget, undo), which it must already use. Grants the curator role.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.revoke_curation(bank_id text, role_name name)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    UPDATE bank_roles AS b SET may_curate = FALSE
+    WHERE b.bank_id = revoke_curation.bank_id AND b.role_name = revoke_curation.role_name AND b.may_curate;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    -- A member of the usage role is never bound by grant_bank_access: its
+    -- row existed for curation only, and left behind it would bind the role
+    -- to the bank should it ever become a bank user.
+    DELETE FROM bank_roles AS b
+    WHERE
+        b.bank_id = revoke_curation.bank_id AND b.role_name = revoke_curation.role_name
+        AND EXISTS (
+            SELECT 1 FROM pg_roles AS r
+            WHERE r.rolname = revoke_curation.role_name AND pg_has_role(r.oid, _role_name('user'), 'USAGE')
+        );
+    PERFORM _drop_curator_membership(revoke_curation.role_name);
+    RETURN TRUE;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.revoke_curation(text, name) IS
+'Administrators: undo grant_curation (the role keeps using the bank); returns whether it could curate it. The last '
+'curation gone, the curator membership goes too.';
 
 -- ---------------------------------------------------------------------------
 -- Roles, privileges and policies
@@ -175,7 +308,9 @@ DECLARE
     ours_ext oid := (SELECT e.oid FROM pg_extension AS e WHERE e.extname = 'entity_resolver');
     everything name := _role_name('user');
     bank_user name := _role_name('bank_user');
+    curator name := _role_name('curator');
     both_roles text;
+    all_roles text;
     trgm name;
     obj record;
     -- Bump the version when a policy below changes: policies are replaced
@@ -192,7 +327,8 @@ BEGIN
         FROM (
             VALUES
             (everything, 'uses every bank'),
-            (bank_user, 'uses only the banks bound to it in bank_roles')
+            (bank_user, 'uses only the banks bound to it in bank_roles'),
+            (curator, 'corrects the banks granted to it (grant_curation)')
         ) AS r (name, what)
     LOOP
         IF NOT EXISTS (SELECT 1 FROM pg_roles AS x WHERE x.rolname = obj.name) THEN
@@ -208,15 +344,16 @@ BEGIN
         END IF;
     END LOOP;
     both_roles := format('%I, %I', everything, bank_user);
+    all_roles := format('%I, %I, %I', everything, bank_user, curator);
 
-    EXECUTE format('GRANT USAGE ON SCHEMA %I, %I TO %s', s, internal, both_roles);
+    EXECUTE format('GRANT USAGE ON SCHEMA %I, %I TO %s', s, internal, all_roles);
     SELECT n.nspname
     INTO trgm
     FROM pg_extension AS e
     INNER JOIN pg_namespace AS n ON e.extnamespace = n.oid
     WHERE e.extname = 'pg_trgm';
     IF trgm IS DISTINCT FROM s THEN
-        EXECUTE format('GRANT USAGE ON SCHEMA %I TO %s', trgm, both_roles);
+        EXECUTE format('GRANT USAGE ON SCHEMA %I TO %s', trgm, all_roles);
     END IF;
 
     -- Tables and views: nothing, then the list. Objects of extensions
@@ -235,7 +372,7 @@ BEGIN
                     AND d.refobjid IS DISTINCT FROM ours_ext
             )
     LOOP
-        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %s', obj.rel, both_roles);
+        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %s', obj.rel, all_roles);
     END LOOP;
     -- What the functions do as their caller, table by table:
     --   banks: created on first use; configure_bank / set_entity_labels.
@@ -274,6 +411,26 @@ BEGIN
         EXECUTE format('GRANT %s ON %I.%I TO %s', obj.privileges, s, obj.tbl, both_roles);
     END LOOP;
     EXECUTE format('GRANT SELECT ON %I.bank_roles TO %I', s, bank_user);
+    -- The curator adds to a usage role what corrections write (the functions
+    -- of sql/050_corrections.sql, as their caller): names and the curated
+    -- flag of entities; mentions moved to another entity; pairs recounted
+    -- away; aliases, forwards and the ledger. It reads its own bindings
+    -- (may_curate), as a bank user does.
+    FOR obj IN
+        SELECT t.tbl, t.privileges
+        FROM (
+            VALUES
+            ('entities', 'UPDATE (canonical_name, curated)'),
+            ('mentions', 'UPDATE (entity_id, decision, decided_at)'),
+            ('entity_cooccurrences', 'DELETE'),
+            ('entity_aliases', 'INSERT, DELETE, UPDATE (entity_id)'),
+            ('entity_forwards', 'INSERT, DELETE, UPDATE (new_id)'),
+            ('operations', 'INSERT, UPDATE (undone_at, undone_by)'),
+            ('bank_roles', 'SELECT')
+        ) AS t (tbl, privileges)
+    LOOP
+        EXECUTE format('GRANT %s ON %I.%I TO %I', obj.privileges, s, obj.tbl, curator);
+    END LOOP;
     FOR obj IN
         SELECT c.oid::regclass AS rel, c.reloptions
         FROM pg_class AS c
@@ -302,9 +459,10 @@ BEGIN
                     AND d.refobjid IS DISTINCT FROM ours_ext
             )
     LOOP
-        EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, both_roles);
+        EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, all_roles);
         IF obj.proname NOT IN (
-            '_install_grants', 'grant_bank_access', 'revoke_bank_access',
+            '_install_grants', 'grant_bank_access', 'revoke_bank_access', 'grant_curation', 'revoke_curation',
+            '_drop_curator_membership',
             '_install_render', '_install_execute', '_apply_migration'
         ) THEN
             EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %s', obj.fn, both_roles);
@@ -315,7 +473,7 @@ BEGIN
     -- superusers are not subject to it; the usage role sees every row (a
     -- constant-true policy costs nothing and keeps every index usable); the
     -- bank-user role sees the banks bound to a role it has the privileges of.
-    marker := format('entity_resolver bank isolation v1 (%s, %s)', everything, bank_user);
+    marker := format('entity_resolver bank isolation v2 (%s, %s, %s)', everything, bank_user, curator);
     own_binding := 'role_name IN (SELECT r.rolname FROM pg_catalog.pg_roles AS r'
         || ' WHERE pg_catalog.pg_has_role(r.oid, ''USAGE''))';
     visible := format(
@@ -345,10 +503,11 @@ BEGIN
             EXECUTE format('DROP POLICY IF EXISTS own_bindings ON %s', obj.rel);
             IF obj.relname = 'bank_roles' THEN
                 -- A bank user reads its own bindings (the policies below
-                -- read them as the caller); only administrators write them.
+                -- read them as the caller), a curator its own (may_curate);
+                -- only administrators write them.
                 EXECUTE format(
-                    'CREATE POLICY own_bindings ON %s FOR SELECT TO %I USING (%s)',
-                    obj.rel, bank_user, own_binding
+                    'CREATE POLICY own_bindings ON %s FOR SELECT TO %I, %I USING (%s)',
+                    obj.rel, bank_user, curator, own_binding
                 );
                 EXECUTE format('COMMENT ON POLICY own_bindings ON %s IS %L', obj.rel, marker);
             ELSE

@@ -63,7 +63,7 @@ SYSTEMIC = "a systemic error, not a problem of the input"
 
 app = typer.Typer(
     name="entity-resolver",
-    help="PostgreSQL-native entity resolver: install, demo, import, explain, inspect.",
+    help="PostgreSQL-native entity resolver: install, demo, import, explain, inspect, correct, export.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -584,7 +584,7 @@ def expand_cmd(
             _require_bank(er, bank)
         contents = er.fact_contents(bank, [r.unit_id for r in rows])
     if as_json:
-        _print_json([{"unit_id": r.unit_id, "shared_entities": r.shared_entities,
+        _print_json([{"unit_id": r.unit_id, "fact_id": r.fact_id, "shared_entities": r.shared_entities,
                       "content": contents.get(r.unit_id)} for r in rows])
         return
     table = new_table(f"facts sharing entities with {', '.join(fact_ids)}")
@@ -592,7 +592,7 @@ def expand_cmd(
     table.add_column("shared", justify="right", no_wrap=True)
     table.add_column("content", ratio=1)
     for r in rows:
-        table.add_row(str(r.unit_id), str(r.shared_entities), contents.get(r.unit_id) or "–")
+        table.add_row(r.fact_id or str(r.unit_id), str(r.shared_entities), contents.get(r.unit_id) or "–")
     _out().print(table)
 
 
@@ -652,6 +652,241 @@ def configure_cmd(
         table.add_row(k, json.dumps(effective[k]), "set for this bank" if k in overridden else "default",
                       style="bold" if k in overridden else "")
     _out().print(table)
+
+
+# -- correcting identity (docs/corrections.md) ----------------------------------------
+# Entities are named by id, canonical name or alias; facts by fact_id or id.
+# Each prints what the correction does (or would do, with --dry-run) and the
+# operation to undo; --json prints the plan the SQL function returns.
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show the plan; write nothing.")]
+ReasonOpt = Annotated[Optional[str], typer.Option("--reason", help="Why, for the history.")]
+
+# The plan's counts worth a line, in this order, as people read them.
+_PLAN_FIELDS = (
+    ("mentions_moved", "mentions moved"), ("mentions_staying", "mentions staying"),
+    ("mentions", "mentions"), ("units", "facts (units)"), ("links_moved", "facts (units) moved"),
+    ("pairs_removed", "pairs removed"), ("pairs", "pairs"), ("mention_count", "mentions after"),
+    ("aliases_added", "aliases added"), ("aliases", "aliases"), ("alias_added", "alias added"),
+    ("alias_removed", "alias removed"), ("forwards", "ids forwarded"),
+)
+
+
+def _print_plan(bank: str, plan: Dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _print_json(plan)
+        return
+    out = _out()
+    dry = plan.get("dry_run")
+    out.print(Text(plan.get("summary", plan.get("kind", "")), style="bold")
+              + Text(" (dry run: nothing written)" if dry else "", style="yellow"))
+    for key, label in _PLAN_FIELDS:
+        value = plan.get(key)
+        if value is None or value == []:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(map(str, value))
+        out.print(f"  {label}: {value}")
+    new = (plan.get("new_entity") or {}).get("entity_id")
+    if new:
+        out.print(f"  new entity: {new}")
+    if not dry and plan.get("operation_id") is not None:
+        out.print(f"operation {plan['operation_id']}; undo with: entity-resolver undo {bank} {plan['operation_id']}",
+                  style="dim")
+
+
+@app.command("merge")
+@_handled
+def merge_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    sources: Annotated[List[str], typer.Argument(help="Entities to merge away (ids, names or aliases).")],
+    into: Annotated[str, typer.Option("--into", help="The entity they become (id, name or alias).")],
+    dry_run: DryRunOpt = False, reason: ReasonOpt = None,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Merge entities into one: mentions, links and pairs move; names become aliases; ids forward."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        plan = er.merge(bank, sources, into, dry_run=dry_run, reason=reason)
+    _print_plan(bank, plan, as_json)
+
+
+@app.command("split")
+@_handled
+def split_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    entity: Annotated[str, typer.Argument(help="The entity to split (id, name or alias).")],
+    facts: Annotated[List[str], typer.Option("--fact", help="A fact whose mentions move (fact_id or id; repeatable).")],
+    name: Annotated[str, typer.Option("--name", help="Name of the new entity.")],
+    dry_run: DryRunOpt = False, reason: ReasonOpt = None,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move an entity's mentions in the given facts to a new entity."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        plan = er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason)
+    _print_plan(bank, plan, as_json)
+
+
+@app.command("rename")
+@_handled
+def rename_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    entity: Annotated[str, typer.Argument(help="The entity (id, name or alias).")],
+    new_name: Annotated[str, typer.Argument(help="Its new canonical name.")],
+    reason: ReasonOpt = None,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Give an entity another canonical name; the old one stays as an alias."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        plan = er.rename(bank, entity, new_name, reason=reason)
+    _print_plan(bank, plan, as_json)
+
+
+@app.command("alias")
+@_handled
+def alias_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    entity: Annotated[str, typer.Argument(help="The entity (id, name or alias).")],
+    alias: Annotated[str, typer.Argument(help="Another name that resolves to it exactly.")],
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add an alias: a mention equal to it resolves to the entity."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        plan = er.add_alias(bank, entity, alias)
+    _print_plan(bank, plan, as_json)
+
+
+@app.command("unalias")
+@_handled
+def unalias_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    alias: Annotated[str, typer.Argument(help="The alias (case-insensitive).")],
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove an alias."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        plan = er.remove_alias(bank, alias)
+    _print_plan(bank, plan, as_json)
+
+
+@app.command("forget")
+@_handled
+def forget_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    entity: Annotated[str, typer.Argument(help="The entity (id, name or alias).")],
+    dry_run: DryRunOpt = False, reason: ReasonOpt = None,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove an entity with its provenance, links, pairs and aliases (the facts stay)."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        plan = er.forget_entity(bank, entity, dry_run=dry_run, reason=reason)
+    _print_plan(bank, plan, as_json)
+
+
+@app.command("undo")
+@_handled
+def undo_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    operation_id: Annotated[int, typer.Argument(help="The operation (entity-resolver history lists them).")],
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Undo a correction (the most recent ones first)."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        result = er.undo(bank, operation_id)
+    if as_json:
+        _print_json(result)
+        return
+    _out().print(f"undone: operation {result['operation_id']} ({result.get('summary')})")
+    kept = result.get("kept")
+    if kept:
+        _out().print(f"  kept entity {kept['entity_id']}: {kept['mentions']} mentions resolved to it since")
+
+
+@app.command("history")
+@_handled
+def history_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    max_results: Annotated[int, typer.Option("--max", min=1, help="At most this many, most recent first.")] = 50,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The bank's corrections, most recent first, and whether each can be undone."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        rows = er.history(bank, max_results)
+        if not rows:
+            _require_bank(er, bank)
+    if as_json:
+        _print_json(rows)
+        return
+    table = new_table(f"corrections of bank {bank}")
+    for col in ("id", "when", "who", "what", "reason", "status"):
+        table.add_column(col, justify="right" if col == "id" else "left", overflow="fold")
+    for r in rows:
+        if r.undone_at is not None:
+            status = Text(f"undone {fmt(r.undone_at)} by {r.undone_by}", style="dim")
+        elif r.blocked_by:
+            status = Text("undo " + ", ".join(map(str, r.blocked_by)) + " first", style="yellow")
+        else:
+            status = Text("can be undone", style="green")
+        table.add_row(str(r.operation_id), fmt(r.performed_at), r.performed_by, r.summary, r.reason or "–", status)
+    _out().print(table)
+    if not rows:
+        _err().print(f"bank {bank!r} has no corrections")
+
+
+class GoldForm(str, enum.Enum):
+    """How export names the entity of a mention (exporter.GOLD_FORMS)."""
+
+    id = "id"
+    name = "name"
+
+
+@app.command("export")
+@_handled
+def export_cmd(
+    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="File to write (- for standard output).")] = "-",
+    gold: Annotated[GoldForm, typer.Option("--gold", help="Write each mention's entity as its id or its name.")] = GoldForm.id,
+    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the bank's facts in the import format, each mention with its entity as gold.
+
+    Facts in the order they were stored, each with its fact_id; importing the
+    file into a fresh bank (import --bank NEW) resolves them again in that
+    order, and entity-resolver eval scores the resolver against the bank as
+    its operators corrected it. The summary goes to standard error when the
+    facts go to standard output.
+    """
+    import os
+
+    with _client(dsn, schema, data_dir, quiet=as_json or output == "-") as er:
+        _require_bank(er, bank)
+        if output == "-":
+            summary = er.export(bank, sys.stdout, gold=gold.value)
+        else:
+            # Written aside and renamed: an export that fails leaves no half file.
+            partial = f"{output}.partial"
+            try:
+                with open(partial, "w", encoding="utf-8") as fh:
+                    summary = er.export(bank, fh, gold=gold.value)
+                os.replace(partial, output)
+            finally:
+                if os.path.exists(partial):
+                    os.unlink(partial)
+    where = "standard output" if output == "-" else output
+    if as_json and output != "-":
+        _print_json(summary.as_dict())
+        return
+    _err().print(f"exported {summary.facts} facts ({summary.mentions} mentions"
+                 + (f", {summary.without_gold} without an entity" if summary.without_gold else "")
+                 + f") of bank {bank} to {where}")
 
 
 # -- evaluation and benchmark (thin wrappers over evaluate.py and the bench/ tooling) -
@@ -884,7 +1119,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(version: Annotated[Optional[bool], typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None) -> None:
-    """PostgreSQL-native entity resolver: install, demo, import, explain, inspect."""
+    """PostgreSQL-native entity resolver: install, demo, import, explain, inspect, correct, export."""
 
 
 def main() -> None:

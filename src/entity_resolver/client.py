@@ -8,6 +8,8 @@
         r = er.resolve("team", "Alex", nearby=["Acme", "renewal"])
         for row in er.explain("team", "Alex", nearby=["Acme", "renewal"]):
             print(row.canonical_name, row.score, row.decision)
+        op = er.merge("team", ["Alex M."], "Alex Morgan", reason="one person")   # a curator's correction
+        er.undo("team", op["operation_id"])
 
 ``Client`` takes a DSN (it then owns one autocommit connection, closed by
 ``close()`` or the ``with`` block), a psycopg ``Connection`` or a
@@ -28,10 +30,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TextIO, Union
 
 import psycopg
 from psycopg import sql
@@ -86,6 +88,23 @@ class Expansion:
 
     unit_id: uuid.UUID
     shared_entities: int
+    fact_id: Optional[str] = None   # the caller's own id of the fact (facts.fact_id), when it has one
+
+
+@dataclass(frozen=True)
+class Operation:
+    """An operator correction in the bank's ledger (a row of operation_history)."""
+
+    operation_id: int
+    kind: str                   # merge, split, rename, add_alias, remove_alias, forget_entity
+    summary: str
+    performed_by: str
+    performed_at: datetime
+    reason: Optional[str]
+    entity_ids: List[uuid.UUID]
+    undone_at: Optional[datetime]
+    undone_by: Optional[str]
+    blocked_by: Optional[List[int]]   # later operations to undo first; None once undone
 
 
 @dataclass(frozen=True)
@@ -159,6 +178,10 @@ class Mention:
 
 
 MentionLike = Union[str, Mention, Mapping[str, Any]]
+# An entity: its id, or its canonical name or an alias (case-insensitive).
+EntityRef = Union[uuid.UUID, str]
+# A fact (unit): its id, or the fact_id it was stored with.
+FactRef = Union[uuid.UUID, str]
 
 
 def _iso(value: Union[datetime, str]) -> str:
@@ -291,17 +314,19 @@ class Client:
         """Store a fact: insert it into ``facts``, whose trigger resolves and links its mentions.
 
         ``fact_id`` is a UUID or any string (mapped as ``entity-resolver import``
-        maps it); a new UUID when omitted. Statistics are queued; call
-        ``flush`` to apply them.
+        maps it, and kept in ``facts.fact_id``); a new UUID when omitted.
+        Statistics are applied at commit (unless ``flush_at_commit`` is off:
+        then call ``flush``).
         """
         unit = _unit_id(fact_id) if fact_id is not None else uuid.uuid4()
         with self._atomic() as conn:
             conn.execute(
                 self._q(
-                    "INSERT INTO {s}.facts (bank_id, id, content, mentions, event_date)"
-                    " VALUES (%s, %s, %s, %s, coalesce(%s::timestamptz, now()))"
+                    "INSERT INTO {s}.facts (bank_id, id, fact_id, content, mentions, event_date)"
+                    " VALUES (%s, %s, %s, %s, %s, coalesce(%s::timestamptz, now()))"
                 ),
-                (bank_id, unit, content, Jsonb([_mention_json(m) for m in mentions]), _when(event_date)),
+                (bank_id, unit, None if fact_id is None else str(fact_id), content,
+                 Jsonb([_mention_json(m) for m in mentions]), _when(event_date)),
             )
             rows = conn.execute(
                 self._q(
@@ -329,12 +354,145 @@ class Client:
     # -- retrieval ----------------------------------------------------------------
     def expand(self, bank_id: str, seed_unit_ids: Iterable[Union[uuid.UUID, str]],
                max_results: int = 50) -> List[Expansion]:
-        """Facts sharing entities with the seeds, most shared first; expand_units."""
+        """Facts sharing entities with the seeds, most shared first; expand_units.
+
+        Seeds are facts named by id or fact_id; each result carries the fact's
+        own fact_id (expand_units returns unit ids only).
+        """
+        with self._connection() as conn:
+            rows = conn.execute(self._q(
+                "SELECT x.unit_id, x.shared_entities, f.fact_id"
+                " FROM {s}.expand_units(%s, %s::uuid[], %s) WITH ORDINALITY AS x (unit_id, shared_entities, ord)"
+                " LEFT JOIN {s}.facts f ON f.bank_id = %s AND f.id = x.unit_id ORDER BY x.ord"),
+                (bank_id, self.unit_ids(bank_id, list(seed_unit_ids), conn), max_results, bank_id)).fetchall()
+        return [Expansion(r[0], int(r[1]), r[2]) for r in rows]
+
+    # -- correcting identity (a curator's; docs/corrections.md) ----------------------
+    # Each returns the operation's plan as a dict, with the operation_id that
+    # ``undo`` takes (None for a dry run). Entities may be named by id, or by
+    # canonical name or alias (case-insensitive); facts by id or fact_id.
+
+    def entity_id(self, bank_id: str, ref: EntityRef, argument: str = "entity") -> uuid.UUID:
+        """The id of an entity named by id, canonical name or alias; ValueError when there is none."""
+        return self._entity_ids(bank_id, [ref], argument)[0]
+
+    def _entity_ids(self, bank_id: str, refs: Sequence[EntityRef], argument: str,
+                    conn: Optional[psycopg.Connection] = None) -> List[uuid.UUID]:
+        if isinstance(refs, (str, uuid.UUID)):
+            raise TypeError(f"{argument}: a list of entities, not one")
+        ids: List[Optional[uuid.UUID]] = []
+        names: List[str] = []
+        for ref in refs:
+            parsed = _as_uuid(ref)
+            ids.append(parsed)
+            if parsed is None:
+                names.append(str(ref))
+        if names:
+            with self._on(conn) as c:
+                found = dict(c.execute(self._q(
+                    "SELECT n.name, coalesce("
+                    " (SELECT e.id FROM {s}.entities e"
+                    "   WHERE e.bank_id = %s AND lower(e.canonical_name) = {s}.fold_name(n.name)),"
+                    " (SELECT a.entity_id FROM {s}.entity_aliases a"
+                    "   WHERE a.bank_id = %s AND lower(a.alias) = {s}.fold_name(n.name)))"
+                    " FROM unnest(%s::text[]) AS n (name)"), (bank_id, bank_id, names)).fetchall())
+            for i, ref in enumerate(refs):
+                if ids[i] is None:
+                    ids[i] = found.get(str(ref))
+                    if ids[i] is None:
+                        raise ValueError(f"{argument}: bank {bank_id!r} has no entity named {str(ref)!r}")
+        return ids  # type: ignore[return-value]
+
+    def unit_ids(self, bank_id: str, refs: Sequence[FactRef],
+                 conn: Optional[psycopg.Connection] = None) -> List[uuid.UUID]:
+        """The unit ids of facts named by id or fact_id (a string no fact has is mapped as the importer maps it)."""
+        if isinstance(refs, (str, uuid.UUID)):
+            raise TypeError("facts: a list of facts, not one")
+        texts = [str(r) for r in refs]
+        with self._on(conn) as c:
+            rows = dict(c.execute(self._q("SELECT k.ref, f.id FROM unnest(%s::text[]) AS k (ref)"
+                                          " JOIN {s}.facts f ON f.bank_id = %s AND f.fact_id = k.ref"),
+                                  (texts, bank_id)).fetchall())
+        return [rows.get(t) or _unit_id(r) for t, r in zip(texts, refs)]
+
+    def _on(self, conn: Optional[psycopg.Connection]):
+        """The given connection (a call's own transaction), or one of the client's."""
+        return nullcontext(conn) if conn is not None else self._connection()
+
+    def _correct(self, statement: str, resolve) -> Dict[str, Any]:
+        with self._atomic() as conn:
+            return conn.execute(self._q(statement), resolve(conn)).fetchone()[0]
+
+    def merge(self, bank_id: str, sources: Sequence[EntityRef], target: EntityRef, *, dry_run: bool = False,
+              reason: Optional[str] = None) -> Dict[str, Any]:
+        """Merge ``sources`` into ``target`` (merge_entities)."""
+        return self._correct(
+            "SELECT {s}.merge_entities(%s, %s::uuid[], %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, sources, "sources", c),
+                       self._entity_ids(bank_id, [target], "target", c)[0], dry_run, reason))
+
+    def split(self, bank_id: str, entity: EntityRef, facts: Sequence[FactRef], new_name: str, *,
+              dry_run: bool = False, reason: Optional[str] = None) -> Dict[str, Any]:
+        """Move the entity's mentions in ``facts`` to a new entity named ``new_name`` (split_entity)."""
+        return self._correct(
+            "SELECT {s}.split_entity(%s, %s, %s::uuid[], %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0],
+                       self.unit_ids(bank_id, facts, c), new_name, dry_run, reason))
+
+    def rename(self, bank_id: str, entity: EntityRef, new_name: str, *,
+               reason: Optional[str] = None) -> Dict[str, Any]:
+        """Give an entity another canonical name; the old one stays as an alias (rename_entity)."""
+        return self._correct(
+            "SELECT {s}.rename_entity(%s, %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], new_name, reason))
+
+    def add_alias(self, bank_id: str, entity: EntityRef, alias: str) -> Dict[str, Any]:
+        """Another name that resolves to the entity exactly (add_alias)."""
+        return self._correct("SELECT {s}.add_alias(%s, %s, %s)",
+                             lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], alias))
+
+    def remove_alias(self, bank_id: str, alias: str) -> Dict[str, Any]:
+        """Remove an alias (remove_alias)."""
+        return self._correct("SELECT {s}.remove_alias(%s, %s)", lambda c: (bank_id, alias))
+
+    def forget_entity(self, bank_id: str, entity: EntityRef, *, dry_run: bool = False,
+                      reason: Optional[str] = None) -> Dict[str, Any]:
+        """Remove an entity with its provenance, links, pairs and aliases (forget_entity)."""
+        return self._correct(
+            "SELECT {s}.forget_entity(%s, %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], dry_run, reason))
+
+    def undo(self, bank_id: str, operation_id: int) -> Dict[str, Any]:
+        """Undo an operation (undo_operation)."""
+        return self._correct("SELECT {s}.undo_operation(%s, %s)", lambda c: (bank_id, operation_id))
+
+    def history(self, bank_id: str, max_results: int = 50) -> List[Operation]:
+        """The bank's corrections, most recent first (operation_history)."""
         rows = self._rows(
-            "SELECT unit_id, shared_entities FROM {s}.expand_units(%s, %s::uuid[], %s)",
-            (bank_id, [_unit_id(u) for u in seed_unit_ids], max_results),
-        )
-        return [Expansion(r[0], int(r[1])) for r in rows]
+            "SELECT operation_id, kind, summary, performed_by, performed_at, reason, entity_ids, undone_at,"
+            " undone_by, blocked_by FROM {s}.operation_history(%s, %s)", (bank_id, max_results))
+        return [Operation(*r) for r in rows]
+
+    def current_entity(self, bank_id: str, entity_id: Union[uuid.UUID, str]) -> Optional[uuid.UUID]:
+        """The entity an id stands for now: itself, what it was merged into, or None (current_entity)."""
+        return self._rows("SELECT {s}.current_entity(%s, %s)", (bank_id, entity_id))[0][0]
+
+    def export(self, bank_id: str, out: Optional[TextIO] = None, *, gold: str = "id") -> Any:
+        """The bank's facts in the import format, with each mention's entity as ``gold``.
+
+        With ``out`` (a text file), writes JSON Lines and returns the
+        ExportSummary; without, returns an iterator of the lines as dicts
+        (it holds a connection until exhausted).
+        """
+        from entity_resolver.exporter import export_bank, iter_bank
+
+        if out is None:
+            def lines() -> Iterator[Dict[str, Any]]:
+                with self._connection() as conn:
+                    yield from iter_bank(conn, bank_id, schema=self.schema, gold=gold)
+            return lines()
+        with self._connection() as conn:
+            return export_bank(conn, bank_id, out, schema=self.schema, gold=gold)
 
     # -- banks --------------------------------------------------------------------
     def configure(self, bank_id: str, settings: Optional[Mapping[str, Any]] = None, *,
@@ -447,6 +605,17 @@ class Client:
             (bank_id, name, limit),
         )
         return [r[0] for r in rows]
+
+
+def _as_uuid(value: Any) -> Optional[uuid.UUID]:
+    """A UUID given as such or as its canonical text; None for anything else (a name)."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        parsed = uuid.UUID(str(value))
+    except ValueError:
+        return None
+    return parsed if str(parsed) == str(value).lower() else None
 
 
 def _when(value: When) -> Optional[str]:

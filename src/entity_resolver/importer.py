@@ -70,6 +70,7 @@ MAX_SHOWN_ERRORS = 20
 CHECK_CHUNK = 1000       # lines validated per database round trip (dates, bank ids)
 
 FACT_KEYS = ("fact_id", "bank_id", "event_date", "content", "mentions")
+MAX_FACT_ID = 500        # characters; facts.fact_id's check constraint
 # Keys of a mention object the importer takes off before the server sees it.
 IMPORT_ONLY_MENTION_KEYS = ("gold",)
 
@@ -296,6 +297,9 @@ def parse_fact(text: str, line: int, bank: Optional[str] = None) -> FactRecord:
     if not isinstance(fact_id, str) or not fact_id:
         raise BadLine(line, "fact_id: required: a non-empty string or an integer"
                       + ("" if fact_id is None else f", got {_json_type(obj.get('fact_id'))}"))
+    if len(fact_id) > MAX_FACT_ID:
+        # facts.fact_id keeps it (the facts_fact_id_length constraint).
+        raise BadLine(line, f"fact_id: is {len(fact_id)} characters long; the limit is {MAX_FACT_ID}", "22001")
 
     bank_id = bank if bank is not None else obj.get("bank_id")
     if bank_id is None:
@@ -625,17 +629,20 @@ def _insert(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRe
     # One statement for the whole batch: the statement trigger resolves its
     # facts together (in-batch clustering, one round of probes). Dates go as
     # text and are read by PostgreSQL, in UTC (see _utc).
+    # facts.fact_id keeps the line's own id beside the UUID it maps to (export
+    # writes it back).
     conn.execute(
         sql.SQL(
-            "INSERT INTO {}.facts (bank_id, id, content, mentions, event_date)"
-            " SELECT b, i, c, m, coalesce(e::timestamptz, now())"
-            " FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::jsonb[], %s::text[])"
-            " AS t(b, i, c, m, e)"
+            "INSERT INTO {}.facts (bank_id, id, fact_id, content, mentions, event_date)"
+            " SELECT b, i, f, c, m, coalesce(e::timestamptz, now())"
+            " FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::text[], %s::jsonb[], %s::text[])"
+            " AS t(b, i, f, c, m, e)"
             " ON CONFLICT (bank_id, id) DO NOTHING"
         ).format(schema),
         (
             [r.bank_id for r in batch],
             [r.unit_id for r in batch],
+            [r.fact_id for r in batch],
             [r.content for r in batch],
             [json.dumps(r.mentions, ensure_ascii=False) for r in batch],
             [r.event_date for r in batch],

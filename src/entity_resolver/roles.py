@@ -6,6 +6,8 @@
     roles.grant_usage(conn, "app")               # app may use every bank
     roles.grant_bank_access(conn, "team-a", "alice")   # alice: bank team-a only
     roles.revoke_bank_access(conn, "team-a", "alice")
+    roles.grant_curation(conn, "team-a", "alice")      # alice may correct team-a too
+    roles.revoke_curation(conn, "team-a", "alice")
 
 Each call is one SQL statement on the connection given, in its transaction
 state (autocommit: it commits by itself). Granting needs an administrator:
@@ -37,6 +39,11 @@ def bank_user_role(conn: psycopg.Connection, schema: str = DEFAULT_SCHEMA) -> st
     return _call(conn, schema, "bank_user_role")
 
 
+def curator_role(conn: psycopg.Connection, schema: str = DEFAULT_SCHEMA) -> str:
+    """The role that lets its members correct the banks granted to them (``<schema>_curator``)."""
+    return _call(conn, schema, "curator_role")
+
+
 def grant_usage(conn: psycopg.Connection, role: str, schema: str = DEFAULT_SCHEMA) -> None:
     """Let ``role`` use every bank: make it a member of the usage role."""
     conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(usage_role(conn, schema)), sql.Identifier(role)))
@@ -62,3 +69,13 @@ def bank_bindings(conn: psycopg.Connection, schema: str = DEFAULT_SCHEMA) -> lis
     query = sql.SQL("SELECT bank_id, role_name::text FROM {}.bank_roles ORDER BY 1, 2").format(
         sql.Identifier(schema))
     return [tuple(r) for r in conn.execute(query).fetchall()]
+
+
+def grant_curation(conn: psycopg.Connection, bank_id: str, role: str, schema: str = DEFAULT_SCHEMA) -> None:
+    """Let ``role``, which uses ``bank_id`` already, correct it (merge, split, rename, aliases, forget, undo)."""
+    _call(conn, schema, "grant_curation", bank_id, role)
+
+
+def revoke_curation(conn: psycopg.Connection, bank_id: str, role: str, schema: str = DEFAULT_SCHEMA) -> bool:
+    """End a curation; returns whether the role could curate the bank."""
+    return _call(conn, schema, "revoke_curation", bank_id, role)

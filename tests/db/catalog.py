@@ -4,7 +4,7 @@
 categories (functions, tables, columns, ...), each a dict from an object's
 name to a tuple of its properties, with no oids, so two databases compare
 with ``==`` and :func:`diff` prints only what differs. Roles are cluster-wide:
-the snapshot holds the two usage roles' attributes and every privilege our
+the snapshot holds the three group roles' attributes and every privilege our
 objects give them, not the roles' other memberships.
 
 What only an extension has (the objects that are its members, the tables
@@ -20,7 +20,7 @@ import psycopg
 
 SCHEMA = "entity_resolver"
 INTERNAL = "entity_resolver_internal"
-ROLES = ("entity_resolver_user", "entity_resolver_bank_user")
+ROLES = ("entity_resolver_user", "entity_resolver_bank_user", "entity_resolver_curator")
 
 Snapshot = dict[str, dict[Any, tuple]]
 

@@ -163,7 +163,8 @@ def test_neighbors_of_an_unknown_name_suggests_close_names(cli, story):
 
 def test_expand_finds_facts_sharing_entities_by_their_fact_ids(cli, story):
     data = json.loads(cli("expand", "team", "f2", "--json").stdout)
-    assert data == [{"unit_id": str(fact_uuid("f3")), "shared_entities": 3, "content": "Alex Morgan Acme renewal"}]
+    assert data == [{"unit_id": str(fact_uuid("f3")), "fact_id": "f3", "shared_entities": 3,
+                     "content": "Alex Morgan Acme renewal"}]
 
 
 def test_banks_and_flush(cli, story):

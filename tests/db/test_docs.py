@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import psycopg
@@ -255,3 +256,43 @@ def test_operations_re_import_round_trip_runs_as_written(conn, tmp_path, monkeyp
     assert count("team-v2") == 3
     settings = conn.execute(f"SELECT settings FROM {SCHEMA}.banks WHERE bank_id = 'team-v2'").fetchone()[0]
     assert settings == {"threshold": 0.65}
+
+
+def psql_steps(page, section):
+    """The steps of a page's psql session: each ```sql block followed by the ```text block of its output."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sql\n(.*?)```\n\n```text\n(.*?)```", body, re.S)
+
+
+def test_the_corrections_session_runs_in_psql_as_written(conn, pg_cluster):
+    info = conn.info
+    dsn = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    steps = psql_steps("corrections.md", "A worked session: the two Alexes, merged by mistake")
+    assert len(steps) == 7
+    for statements, expected in steps:
+        run = subprocess.run([str(pg_cluster.bindir / "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", "-"],
+                             input=statements, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        # psql pads the last header cell; the page does not.
+        printed = "\n".join(line.rstrip() for line in run.stdout.strip("\n").splitlines())
+        assert printed == expected.strip("\n"), statements
+
+
+def test_the_corrections_command_lines_run_as_written(conn, tmp_path, monkeypatch):
+    info = conn.info
+    dsn = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    monkeypatch.chdir(tmp_path)
+    from entity_resolver.client import Client
+
+    er = Client(conn)
+    for n, mentions in enumerate([["Alex Morgan", "Acme", "renewal"], ["Alex Kim", "React", "Sprint 14"],
+                                  ["Alex Kim", "Priya", "React"], ["Alex Morgan", "Acme", "Priya"]], 1):
+        er.retain("team", mentions, event_date=f"2026-03-0{n}T09:00:00Z", fact_id=f"f{n}")
+    for line in sh_block("corrections.md", "entity-resolver undo team 1"):
+        run_documented(line, dsn)
+    assert [o.kind for o in er.history("team")] == ["remove_alias", "add_alias", "rename", "split", "merge"]
+    assert len(Path("team.jsonl").read_text(encoding="utf-8").splitlines()) == 4
+    for line in sh_block("corrections.md", "--bank team-2"):
+        run_documented(line, dsn)
+    assert conn.execute(f"SELECT count(*) FROM {SCHEMA}.facts WHERE bank_id = 'team-2'").fetchone()[0] == 4

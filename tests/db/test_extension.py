@@ -304,7 +304,7 @@ def test_drop_extension_leaves_nothing_of_ours_in_the_database(extension_files, 
     granted = {a.split("=")[0] for a in trgm_acl_before}
     assert set(ROLES) <= granted
     assert holds_of_roles(conn) == {"schema public"}
-    conn.execute("DROP OWNED BY entity_resolver_user, entity_resolver_bank_user")
+    conn.execute("DROP OWNED BY entity_resolver_user, entity_resolver_bank_user, entity_resolver_curator")
     assert holds_of_roles(conn) == set()
 
 

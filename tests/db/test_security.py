@@ -47,7 +47,20 @@ EXPECTED_TABLE_PRIVILEGES = {
     "entity_overview": {"SELECT"},
     "entity_neighbors": {"SELECT"},
 }
-ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access"}
+# What the curator role adds to a role that uses a bank (sql/999_grants.sql):
+# what the correction functions write, as their caller. Corrections are
+# allowed per bank by the functions (grant_curation); see test_curation.py.
+EXPECTED_CURATOR_PRIVILEGES = {
+    "entities": {"UPDATE(canonical_name)", "UPDATE(curated)"},
+    "mentions": {"UPDATE(entity_id)", "UPDATE(decision)", "UPDATE(decided_at)"},
+    "entity_cooccurrences": {"DELETE"},
+    "entity_aliases": {"INSERT", "DELETE", "UPDATE(entity_id)"},
+    "entity_forwards": {"INSERT", "DELETE", "UPDATE(new_id)"},
+    "operations": {"INSERT", "UPDATE(undone_at)", "UPDATE(undone_by)"},
+    "bank_roles": {"SELECT"},
+}
+ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation",
+                   "_drop_curator_membership"}
 # The installer's helpers: run by the install script only.
 INSTALLER_FUNCTIONS = {"_install_render", "_install_execute", "_apply_migration"}
 
@@ -214,10 +227,13 @@ def granted(conn, role: str) -> dict[str, set[str]]:
 def test_install_creates_the_usage_role_named_after_the_schema(conn):
     assert usage_role(conn) == "entity_resolver_user"
     assert conn.execute("SELECT entity_resolver.bank_user_role()").fetchone()[0] == "entity_resolver_bank_user"
+    assert conn.execute("SELECT entity_resolver.curator_role()").fetchone()[0] == "entity_resolver_curator"
     rows = conn.execute(
         "SELECT rolname, rolcanlogin, rolsuper, rolcreaterole, rolcreatedb, rolbypassrls FROM pg_roles"
-        " WHERE rolname IN ('entity_resolver_user', 'entity_resolver_bank_user') ORDER BY 1").fetchall()
+        " WHERE rolname IN ('entity_resolver_user', 'entity_resolver_bank_user', 'entity_resolver_curator')"
+        " ORDER BY 1").fetchall()
     assert rows == [("entity_resolver_bank_user", False, False, False, False, False),
+                    ("entity_resolver_curator", False, False, False, False, False),
                     ("entity_resolver_user", False, False, False, False, False)]
 
 
@@ -228,6 +244,10 @@ def test_usage_roles_hold_exactly_the_listed_table_privileges(conn):
         if role == "entity_resolver_bank_user":
             expected["bank_roles"] = {"SELECT"}     # its own bindings (row-level security)
         assert got == expected, role
+
+
+def test_the_curator_role_holds_exactly_what_corrections_write(conn):
+    assert granted(conn, "entity_resolver_curator") == EXPECTED_CURATOR_PRIVILEGES
 
 
 def test_every_table_of_the_schema_is_in_the_privilege_list(conn):
@@ -335,7 +355,8 @@ def test_a_role_without_the_usage_role_can_use_nothing(conn, roles, connect_as):
 
 
 def test_reinstalling_keeps_roles_and_privileges_identical(conn):
-    before = {r: granted(conn, r) for r in ("entity_resolver_user", "entity_resolver_bank_user")}
+    before = {r: granted(conn, r) for r in ("entity_resolver_user", "entity_resolver_bank_user",
+                                            "entity_resolver_curator")}
     policies = conn.execute(
         "SELECT polrelid::regclass::text, polname, oid FROM pg_policy ORDER BY 1, 2").fetchall()
     install(conn)
@@ -426,7 +447,7 @@ def test_an_awkward_schema_name_gets_a_working_role(empty_db, roles):
 def _drop_installation_roles(admin, schemas):
     for schema in schemas:
         try:
-            names = admin.execute(sql.SQL("SELECT {0}.usage_role(), {0}.bank_user_role()").format(
+            names = admin.execute(sql.SQL("SELECT {0}.usage_role(), {0}.bank_user_role(), {0}.curator_role()").format(
                 sql.Identifier(schema))).fetchone()
         except psycopg.Error:
             continue
@@ -611,7 +632,7 @@ def test_installs_racing_in_two_databases_both_create_or_reuse_the_roles(pg_clus
         with psycopg.connect(pg_cluster.dsn(), autocommit=True) as admin:
             for db in dbs:
                 admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
-            for role in (f"{schema}_user", f"{schema}_bank_user"):
+            for role in (f"{schema}_user", f"{schema}_bank_user", f"{schema}_curator"):
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
 

@@ -1,0 +1,132 @@
+"""Export (docs/corrections.md): a bank in the import format, each mention with its entity as gold.
+
+Import → export → import into a fresh bank gives the same partition of mentions
+into entities; corrections are in the export; the importer keeps each line's
+fact_id, which the export writes back."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from corrections_helpers import ER, call, entity_id, insert_fact
+from entity_resolver.cli import app
+from entity_resolver.client import Client
+from entity_resolver.importer import fact_uuid, import_file
+
+ROOT = Path(__file__).resolve().parents[2]
+# Families of regular names: namesakes, recurring people, typos.
+CORPORA = ["same_name", "recurring", "typos"]
+CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
+
+
+def partition(conn, bank):
+    """The bank's mentions grouped by entity: a set of frozensets of (fact_id, ordinal)."""
+    groups = defaultdict(set)
+    for fact_id, ordinal, entity in conn.execute(
+            f"SELECT f.fact_id, m.ordinal, m.entity_id FROM {ER}.mentions m"
+            f" JOIN {ER}.facts f ON f.bank_id = m.bank_id AND f.id = m.unit_id WHERE m.bank_id = %s", (bank,)):
+        groups[entity].add((fact_id, ordinal))
+    return {frozenset(g) for g in groups.values()}
+
+
+def gold_partition(lines):
+    groups = defaultdict(set)
+    for line in lines:
+        for ordinal, mention in enumerate(line["mentions"], 1):
+            groups[mention["gold"]].add((line["fact_id"], ordinal))
+    return {frozenset(g) for g in groups.values()}
+
+
+def test_import_export_import_into_a_fresh_bank_gives_the_same_partition(conn, tmp_path):
+    source = tmp_path / "corpus.jsonl"
+    source.write_text("".join((ROOT / "bench" / "corpora" / f"{name}.jsonl").read_text(encoding="utf-8")
+                              for name in CORPORA), encoding="utf-8")
+    import_file(conn, source, bank="original", batch_size=50)
+    exported = tmp_path / "original.jsonl"
+    with exported.open("w", encoding="utf-8") as out:
+        summary = Client(conn).export("original", out)
+    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert summary.facts == len(lines) == sum(1 for _ in source.open()) and summary.without_gold == 0
+    import_file(conn, exported, bank="copy", batch_size=50)
+    original = partition(conn, "original")
+    assert len(original) > 50
+    assert partition(conn, "copy") == original == gold_partition(lines)
+
+
+def test_export_writes_each_fact_with_its_fact_id_and_each_mention_with_its_entity(conn):
+    insert_fact(conn, "team", ["Alex Morgan", {"text": "Acme", "resolve": False}], "2026-03-01T09:00:00Z", "f1")
+    unit = insert_fact(conn, "team", ["Alex Morgan", "Oslo"], "2026-03-02T09:00:00Z")
+    out = io.StringIO()
+    Client(conn).export("team", out)
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    morgan, acme = entity_id(conn, "team", "Alex Morgan"), entity_id(conn, "team", "Acme")
+    assert first == {"fact_id": "f1", "bank_id": "team", "event_date": "2026-03-01T09:00:00+00:00",
+                     "content": "Alex Morgan / Acme",
+                     "mentions": [{"text": "Alex Morgan", "gold": morgan},
+                                  {"text": "Acme", "resolve": False, "gold": acme}]}
+    # A fact stored without a fact_id is written with its id, which imports as the same id.
+    assert second["fact_id"] == unit and fact_uuid(unit) == __import__("uuid").UUID(unit)
+    names = [json.loads(line) for line in _export(conn, "team", gold="name").splitlines()]
+    assert [m["gold"] for m in names[1]["mentions"]] == ["Alex Morgan", "Oslo"]
+
+
+def _export(conn, bank, **kwargs):
+    out = io.StringIO()
+    Client(conn).export(bank, out, **kwargs)
+    return out.getvalue()
+
+
+def test_corrections_are_in_the_export(conn):
+    insert_fact(conn, "team", ["Alex Kim", "React"], fact_id="f1")
+    insert_fact(conn, "team", ["Alex Morgan", "Acme"], fact_id="f2")
+    call(conn, "merge_entities", "team", [entity_id(conn, "team", "Alex Kim")], entity_id(conn, "team", "Alex Morgan"))
+    lines = {json.loads(line)["fact_id"]: json.loads(line) for line in _export(conn, "team").splitlines()}
+    assert lines["f1"]["mentions"][0]["gold"] == lines["f2"]["mentions"][0]["gold"]
+    call(conn, "forget_entity", "team", entity_id(conn, "team", "React"))
+    summary = Client(conn).export("team", io.StringIO())
+    assert (summary.facts, summary.mentions, summary.without_gold) == (2, 4, 1)
+
+
+def test_the_importer_keeps_each_line_fact_id(conn, tmp_path):
+    path = tmp_path / "facts.jsonl"
+    path.write_text(json.dumps({"fact_id": 7, "bank_id": "team", "mentions": ["Acme"]}) + "\n"
+                    + json.dumps({"fact_id": "x" * 501, "bank_id": "team", "mentions": ["Oslo"]}) + "\n")
+    summary = import_file(conn, path, skip_bad=True)
+    assert summary.bad == [{"line": 2, "error": "fact_id: is 501 characters long; the limit is 500",
+                            "sqlstate": "22001"}]
+    assert conn.execute(f"SELECT id, fact_id FROM {ER}.facts").fetchall() == [(fact_uuid("7"), "7")]
+
+
+def test_the_client_iterates_an_export(conn):
+    insert_fact(conn, "team", ["Acme"], fact_id="f1")
+    assert [line["fact_id"] for line in Client(conn).export("team")] == ["f1"]
+
+
+def test_the_export_command_writes_a_file_or_standard_output(conn, tmp_path):
+    insert_fact(conn, "team", ["Alex Morgan", "Acme"], fact_id="f1")
+    dsn = f"host={conn.info.host} port={conn.info.port} user={conn.info.user} dbname={conn.info.dbname}"
+    runner = CliRunner()
+    target = tmp_path / "team.jsonl"
+    result = runner.invoke(app, ["export", "team", "--output", str(target), "--dsn", dsn, "--json"], env=CLEAN_ENV)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"bank_id": "team", "facts": 1, "mentions": 2, "without_gold": 0}
+    assert json.loads(target.read_text())["fact_id"] == "f1"
+    printed = runner.invoke(app, ["export", "team", "--gold", "name", "--dsn", dsn], env=CLEAN_ENV)
+    assert [m["gold"] for m in json.loads(printed.stdout)["mentions"]] == ["Alex Morgan", "Acme"]
+    assert "exported 1 facts (2 mentions) of bank team to standard output" in printed.stderr
+    missing = runner.invoke(app, ["export", "nobody", "--output", str(tmp_path / "x.jsonl"), "--dsn", dsn],
+                            env=CLEAN_ENV)
+    assert missing.exit_code == 1 and "bank 'nobody' does not exist" in missing.stderr
+    assert not (tmp_path / "x.jsonl").exists() and not (tmp_path / "x.jsonl.partial").exists()
+
+
+@pytest.mark.parametrize("gold", ["uuid", ""])
+def test_an_unknown_gold_form_is_a_usage_error(conn, gold):
+    result = CliRunner().invoke(app, ["export", "team", "--gold", gold], env=CLEAN_ENV)
+    assert result.exit_code == 2
