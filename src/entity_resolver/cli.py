@@ -51,7 +51,7 @@ from entity_resolver.client import Client, dumps, to_jsonable
 from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
 from entity_resolver.install import (InstallError, code_version, install, installed_code_version,
                                      installed_version, is_current)
-from entity_resolver.render import entities_table, explain_table, fmt, new_table, verdict
+from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict
 
 EMBEDDED_DB = "entity_resolver"
 
@@ -462,18 +462,21 @@ def explain_cmd(
     bank: Annotated[str, typer.Argument(help="Bank id.")],
     mention: Annotated[str, typer.Argument(help="The mention text.")],
     near: NearOpt = None, at: AtOpt = None,
+    mention_type: Annotated[Optional[str], typer.Option(
+        "--type", help="The mention's type (person, organization, place, ...), as a mention element's \"type\".")
+    ] = None,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a mention's candidates, signals and decision."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        rows = er.explain(bank, mention, near or [], at)
+        rows = er.explain(bank, mention, near or [], at, mention_type)
         if not rows:
             _require_bank(er, bank)
-    chosen = next((r for r in rows if r.decision == "chosen"), None)
+    chosen = next((r for r in rows if r.decision in TAKEN), None)
     if as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
-                     "resolves_to": to_jsonable(chosen), "candidates": rows})
+                     "type": mention_type, "resolves_to": to_jsonable(chosen), "candidates": rows})
         return
     context = f" near {', '.join(near)}" if near else ""
     out = _out()

@@ -79,7 +79,11 @@ class Explanation:
     cooccurrence: Optional[float]
     recency: Optional[float]
     score: Optional[float]
-    decision: str               # chosen, outscored, below_threshold, word_mismatch, below_floor, label_row
+    # chosen, outscored, below_threshold, word_mismatch, below_floor, label_row; the enhanced
+    # profile's type_mismatch, ambiguous, needs_context; alias or memory for an exact hit
+    decision: str
+    matched_form: Optional[str] = None   # the form of the mention that found it (None: the mention)
+    lever: Optional[str] = None          # the enhanced profile's lever that decided, if one did
 
 
 @dataclass(frozen=True)
@@ -165,9 +169,12 @@ class Mention:
     nearby: Optional[Sequence[str]] = None
     event_date: When = None
     resolve: bool = True
+    type: Optional[str] = None  # person, organization, place, ... (case-folded by the database)
 
     def as_json(self) -> Any:
         out: Dict[str, Any] = {"text": self.text}
+        if self.type is not None:
+            out["type"] = self.type
         if self.nearby is not None:
             out["nearby"] = list(self.nearby)
         if self.event_date is not None:
@@ -298,13 +305,13 @@ class Client:
         return [Resolution(r[1], r[2], r[3], r[4], r[5], r[0]) for r in rows]
 
     def explain(self, bank_id: str, mention: str, nearby: Iterable[str] = (),
-                event_date: When = None) -> List[Explanation]:
+                event_date: When = None, mention_type: Optional[str] = None) -> List[Explanation]:
         """Every candidate for a mention with its signals and decision; writes nothing."""
         rows = self._rows(
             "SELECT candidate_id, canonical_name, trigram_similarity, tokens_compatible,"
-            " name_similarity, cooccurrence, recency, score, decision"
-            " FROM {s}.explain_mention(%s, %s, %s::text[], coalesce(%s::timestamptz, now()))",
-            (bank_id, mention, list(nearby), _when(event_date)),
+            " name_similarity, cooccurrence, recency, score, decision, matched_form, lever"
+            " FROM {s}.explain_mention(%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s)",
+            (bank_id, mention, list(nearby), _when(event_date), mention_type),
         )
         return [Explanation(*r) for r in rows]
 

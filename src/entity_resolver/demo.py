@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from entity_resolver.client import Client, Explanation, Resolution, to_jsonable
-from entity_resolver.render import entities_table, explain_table, new_table, verdict
+from entity_resolver.render import TAKEN, entities_table, explain_table, new_table, verdict
 
 LABELS = {
     "attributes": [
@@ -156,7 +156,7 @@ class FactOutcome:
 def _check_explanation(fact: StoryFact, rows: Optional[List[Explanation]]) -> List[str]:
     """Check a what-if against its expectation, from explain_mention's decisions."""
     want = fact.expect.get(fact.explain or "")
-    chosen = [r.canonical_name for r in rows or [] if r.decision == "chosen"]
+    chosen = [r.canonical_name for r in rows or [] if r.decision in TAKEN]
     if want == "new" and chosen:
         return [f"{fact.explain!r} should become a new entity, explain_mention chose {chosen[0]!r}"]
     if want not in (None, "new") and chosen != [want]:

@@ -34,6 +34,8 @@ def fmt(value: Any, digits: int = 3) -> str:
 _DECISION_STYLE = {
     "chosen": "bold green", "outscored": "yellow", "below_threshold": "",
     "word_mismatch": "red", "below_floor": "dim", "label_row": "magenta",
+    "alias": "bold green", "memory": "bold green", "type_mismatch": "red", "ambiguous": "yellow",
+    "needs_context": "yellow",
 }
 _DECISION_TEXT = {
     "chosen": "chosen",
@@ -42,7 +44,14 @@ _DECISION_TEXT = {
     "word_mismatch": "words differ",
     "below_floor": "< floor",
     "label_row": "label row",
+    "alias": "alias",
+    "memory": "remembered",
+    "type_mismatch": "other type",
+    "ambiguous": "ambiguous",
+    "needs_context": "needs context",
 }
+# The decisions of a row that a resolution takes.
+TAKEN = ("chosen", "alias", "memory")
 
 
 def explain_table(rows: List[Explanation], title: Optional[str] = None) -> Table:
@@ -52,17 +61,24 @@ def explain_table(rows: List[Explanation], title: Optional[str] = None) -> Table
     for col in ("trigram", "words", "name", "cooc", "recency", "score"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("decision", no_wrap=True)
+    levers = any(r.lever or r.matched_form for r in rows)
+    if levers:
+        table.add_column("lever", no_wrap=True)
     for r in rows:
         style = _DECISION_STYLE.get(r.decision, "")
-        table.add_row(r.canonical_name, fmt(r.trigram_similarity), fmt(r.tokens_compatible),
-                      fmt(r.name_similarity), fmt(r.cooccurrence), fmt(r.recency), fmt(r.score),
-                      Text(_DECISION_TEXT.get(r.decision, r.decision), style=style))
+        cells = [r.canonical_name, fmt(r.trigram_similarity), fmt(r.tokens_compatible),
+                 fmt(r.name_similarity), fmt(r.cooccurrence), fmt(r.recency), fmt(r.score),
+                 Text(_DECISION_TEXT.get(r.decision, r.decision), style=style)]
+        if levers:
+            cells.append(" ".join(x for x in (r.lever, f"as {r.matched_form!r}" if r.matched_form else None) if x)
+                         or "–")
+        table.add_row(*cells)
     return table
 
 
 def verdict(mention: str, rows: List[Explanation]) -> str:
     """One sentence: what resolving the mention would do now."""
-    chosen = [r for r in rows if r.decision == "chosen"]
+    chosen = [r for r in rows if r.decision in TAKEN]
     if chosen:
         c = chosen[0]
         return f"-> {mention!r} resolves to {c.canonical_name!r} (score {fmt(c.score)})"

@@ -130,8 +130,11 @@ def test_explain_json_lists_every_candidate(cli, story):
     data = json.loads(cli("explain", "team", "Alex", "--near", "React", "--at", "2026-03-03", "--json").stdout)
     assert data["resolves_to"]["canonical_name"] == "Alex Kim"
     decisions = {c["canonical_name"]: c["decision"] for c in data["candidates"]}
-    assert decisions == {"Alex Kim": "chosen", "Alex Morgan": "below_threshold"}
-    assert set(data["candidates"][0]) >= {"trigram_similarity", "name_similarity", "cooccurrence", "recency", "score"}
+    # A bare first name two entities fit: the context chose Alex Kim (bare_names).
+    assert decisions == {"Alex Kim": "chosen", "Alex Morgan": "ambiguous"}
+    assert {c["lever"] for c in data["candidates"]} == {"bare_names"}
+    assert set(data["candidates"][0]) >= {"trigram_similarity", "name_similarity", "cooccurrence", "recency", "score",
+                                          "matched_form", "lever"}
 
 
 def test_explain_writes_nothing(conn, cli):

@@ -1,0 +1,74 @@
+"""The two profiles on the committed corpora: the reference pinned, the enhanced one no worse anywhere.
+
+The reference profile keeps the reference design's decisions bit for bit: its
+figures on bench/corpora are pinned in bench/reference_figures.json. The
+enhanced profile (the default) is measured in the same run: on every family
+it merges no more wrongly and scores a B-cubed F1 at least the reference's
+(docs/accuracy.md, docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from entity_resolver.evaluate import run_eval
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = ROOT / "bench" / "corpora"
+PINNED = json.loads((ROOT / "bench" / "reference_figures.json").read_text(encoding="utf-8"))
+
+
+def figures(r):
+    return {"mentions_scored": r["mentions_scored"], "pairwise_f1": r["pairwise"]["f1"],
+            "bcubed_f1": r["bcubed"]["f1"], "wrong_merges": r["wrong_merges"], "fragmented": r["fragmented"],
+            "entities": r["entities"]}
+
+
+@pytest.fixture(scope="module")
+def both(er_proc):
+    """One eval of the corpora per profile, in one fresh database."""
+    import psycopg
+    from pytest_postgresql.janitor import DatabaseJanitor
+
+    from entity_resolver.install import install
+
+    janitor = DatabaseJanitor(user=er_proc.user, host=er_proc.host, port=er_proc.port,
+                              dbname="accuracy_profiles", template_dbname=er_proc.template_dbname)
+    with janitor:
+        with psycopg.connect(host=er_proc.host, port=er_proc.port, user=er_proc.user,
+                             dbname="accuracy_profiles", autocommit=True) as conn:
+            install(conn)
+            yield {p: run_eval(conn, CORPORA, profile=p) for p in ("reference", "enhanced")}
+
+
+def test_the_reference_profile_reproduces_the_pinned_figures(both):
+    ref = both["reference"]
+    assert {k: figures(v) for k, v in ref["families"].items()} == PINNED["families"]
+    assert figures(ref) == PINNED["all"]
+
+
+def test_the_enhanced_profile_never_merges_more_wrongly_than_the_reference(both):
+    ref, enh = both["reference"]["families"], both["enhanced"]["families"]
+    worse = {f: (ref[f]["wrong_merges"], enh[f]["wrong_merges"]) for f in ref
+             if enh[f]["wrong_merges"] > ref[f]["wrong_merges"]}
+    assert worse == {}
+    assert both["enhanced"]["wrong_merges"] < both["reference"]["wrong_merges"]
+
+
+def test_the_enhanced_profile_scores_at_least_the_reference_on_every_family(both):
+    ref, enh = both["reference"]["families"], both["enhanced"]["families"]
+    worse = {f: (ref[f]["bcubed"]["f1"], enh[f]["bcubed"]["f1"]) for f in ref
+             if enh[f]["bcubed"]["f1"] < ref[f]["bcubed"]["f1"]}
+    assert worse == {}
+    # The families made for the levers gain the most.
+    for family in ("bare_names", "nicknames", "nicknames_initials", "org_suffixes", "typed_homographs",
+                   "same_name", "recurring"):
+        assert enh[family]["bcubed"]["f1"] >= ref[family]["bcubed"]["f1"] + 0.05, family
+
+
+def test_the_febrl_style_streams_reach_the_target(both):
+    for family in ("febrl1_sample", "febrl3_sample"):
+        assert both["enhanced"]["families"][family]["bcubed"]["f1"] >= 0.85, family
