@@ -10,8 +10,9 @@ today and against a Jane Smith created tomorrow may go to either. The rule
 * only forms of two words or more: a bare first name names several people by
   design (the bare_names lever decides it by context every time);
 * a remembered form resolves to its entity directly (decision "memory"),
-  unless the form is exactly the name of another entity the mention may mean,
-  or the entity is of another type than the mention.
+  unless the form is the entity's own name (resolution finds it anyway), or
+  exactly the name of another entity the mention may mean, or the entity is
+  of another type than the mention.
 
 The memory is read from the provenance (mentions), not stored apart, so
 forgetting a fact, merging and splitting keep it true. The resolutions of the
@@ -48,6 +49,8 @@ def remembered(key: str, mention_type: Optional[str], hits: Dict[str, Any], stat
     if len(known) != 1:
         return None
     entity, (etype, name, lname) = next(iter(known.items()))
+    if lname == key:
+        return None         # the entity's own name: resolution finds it as it is
     if mention_type is not None and etype is not None and etype != mention_type:
         return None
     named = probe.name_hit(hits, key, mention_type) or state.created_named(key, mention_type)

@@ -79,16 +79,21 @@ def stripped(key: str, data: NameData) -> Optional[str]:
 
 
 def variant_forms(key: str, data: NameData) -> List[str]:
-    """The name with one word replaced by an equivalent (Bob Smith -> Robert Smith), a few at most."""
+    """The name with its first word (the given name) replaced by an equivalent (Bob Smith -> Robert Smith).
+
+    Only the given name: the nickname data also relates surnames ("smith",
+    "smitty"), which are not nicknames of each other. A few forms at most.
+    """
     w = words.split_words(key)
+    if not w:
+        return []
     out: List[str] = []
-    for i, word in enumerate(w):
-        for eq in sorted(data.equivalents(word)):
-            form = " ".join(w[:i] + [eq] + w[i + 1:])
-            if form != key and form not in out:
-                out.append(form)
-            if len(out) >= MAX_FORMS:
-                return out
+    for eq in sorted(data.equivalents(w[0])):
+        form = " ".join([eq] + w[1:])
+        if form != key and form not in out:
+            out.append(form)
+        if len(out) >= MAX_FORMS:
+            break
     return out
 
 

@@ -1,0 +1,263 @@
+"""The enhanced profile's levers, stage by stage (docs/accuracy.md), in-process.
+
+Each lever is switched on by the profile and off by its own setting; under the
+reference profile none of them does anything (test_scoring.py pins the
+reference decisions).
+"""
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+import candidates
+import memory
+import names
+import words
+from callstate import CallState
+from decide import MIN_CONTEXT, evaluate
+from probe import Hit
+from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
+from screen import screen, stops_at_identical
+from settings import DEFAULTS, LEVERS, lever
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+LONG_AGO = NOW - timedelta(days=60)
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+ENHANCED = dict(DEFAULTS)
+REFERENCE = dict(DEFAULTS, profile="reference")
+
+
+def _tsv(name):
+    lines = [ln for ln in (DATA_DIR / name).read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
+    return [tuple(ln.split("\t")) for ln in lines[1:]]
+
+
+DATA = names.NameData([(r[0], r[1]) for r in _tsv("nicknames.tsv")], [r[1] for r in _tsv("org_suffixes.tsv")])
+
+
+def cand(name, trigram=0.5, last_seen=LONG_AGO, partners=None, etype=None, id=None, form=None):
+    return Candidate(id or name, name, trigram, last_seen, False, partners or {}, etype, form)
+
+
+def decisions(evaluations):
+    return {ev.candidate.name: ev.decision for ev in evaluations}
+
+
+# -- switches ------------------------------------------------------------------------
+
+def test_every_lever_is_on_in_the_enhanced_profile_only_and_switches_off_alone():
+    for name in LEVERS:
+        assert lever(ENHANCED, name)
+        assert not lever(REFERENCE, name)
+        assert not lever(dict(ENHANCED, **{name: False}), name)
+        assert all(lever(dict(ENHANCED, **{name: False}), other) for other in LEVERS if other != name)
+
+
+# -- names.py --------------------------------------------------------------------------
+
+def test_legal_forms_are_stripped_at_the_end_and_stack():
+    assert names.stripped("acme inc", DATA) == "acme"
+    assert names.stripped("acme corp. ltd", DATA) == "acme"
+    assert names.stripped("kookaburra pty ltd", DATA) == "kookaburra"
+    assert names.stripped("acme", DATA) is None
+    # never empty: a name that is only a legal form stays itself
+    assert names.stripped("inc", DATA) is None
+    # only at the end
+    assert names.stripped("inc magazine", DATA) is None
+
+
+def test_organisation_words_compare_names_without_their_legal_forms():
+    assert names.organisation_words("acme inc", "acme corporation", DATA) is True
+    assert names.organisation_words("acme", "acme inc", DATA) is True
+    assert names.organisation_words("acme bank", "acme inc", DATA) is False
+    assert names.organisation_words("innotech llc", "initech llc", DATA) is False
+    # neither has a legal form: not an organisation comparison
+    assert names.organisation_words("acme", "acme bank", DATA) is None
+
+
+def test_variant_forms_replace_the_given_name_by_an_equivalent():
+    forms = names.variant_forms("bob smith", DATA)
+    assert "robert smith" in forms
+    assert all(f.endswith(" smith") for f in forms)
+    assert len(forms) <= names.MAX_FORMS
+    assert names.variant_forms("zyxw smith", DATA) == []
+
+
+def test_probe_forms_follow_the_levers():
+    assert candidates.forms_of("bob smith", REFERENCE, DATA) == ["bob smith"]
+    assert "robert smith" in candidates.forms_of("bob smith", ENHANCED, DATA)
+    assert candidates.forms_of("acme inc", ENHANCED, DATA)[:2] == ["acme inc", "acme"]
+    assert candidates.forms_of("acme inc", dict(ENHANCED, org_suffixes=False), DATA) == ["acme inc"]
+
+
+def test_bank_overrides_add_and_remove_name_data():
+    mine = names.NameData([("robert", "bob"), ("robert", "rob")], ["inc", "pty"])
+    assert "bob" in mine.equivalents("robert") and "robert" in mine.equivalents("bob")
+    assert names.stripped("acme pty", mine) == "acme"
+
+
+# -- the word check with initials and nicknames ---------------------------------------------
+
+def test_an_initial_covers_the_word_it_begins_and_says_so():
+    assert words.tokens_match("r smith", "robert smith") == (None, "initial")
+    assert words.tokens_match("robert smith", "r smith") == (None, "initial")
+    assert words.tokens_match("robert smith", "robert smith") == (None, None)
+    assert words.tokens_match("t smith", "robert smith")[0] == "words"
+
+
+def test_a_nickname_covers_its_name_only_with_the_name_data():
+    assert words.tokens_match("bob smith", "robert smith")[0] == "words"
+    assert words.tokens_match("bob smith", "robert smith", DATA.equivalents) == (None, "variant")
+
+
+# -- screen ---------------------------------------------------------------------------
+
+def test_a_typed_mention_never_takes_an_entity_of_another_type():
+    person, place = cand("jordan", 1.0, etype="person", id="p"), cand("jordan", 1.0, etype="place", id="l")
+    rows = screen("jordan", [person, place], ENHANCED, mention_type="place", names=DATA)
+    assert rows[0][1].decision == TYPE_MISMATCH and rows[0][1].lever == "typed_mentions"
+    assert rows[1][1] is None
+    # untyped, or the lever off: both are candidates
+    assert all(ev is None for _, ev in screen("jordan", [person, place], ENHANCED, names=DATA))
+    off = dict(ENHANCED, typed_mentions=False)
+    assert all(ev is None for _, ev in screen("jordan", [person, place], off, mention_type="place", names=DATA))
+
+
+def test_legal_forms_make_one_name_and_another_word_another_organisation():
+    rows = screen("acme inc", [cand("acme corp", 0.4), cand("acme bank", 0.45)], ENHANCED, names=DATA)
+    (corp, corp_ev), (bank, bank_ev) = rows
+    assert corp.how == "org_suffix" and corp_ev is None
+    assert bank_ev.decision == WORD_MISMATCH and bank_ev.lever == "org_suffixes"
+    # the reference: "acme bank" covers "acme inc"? no; "acme corp" is a word mismatch
+    ref = screen("acme inc", [cand("acme corp", 0.4)], REFERENCE, names=DATA)
+    assert ref[0][1] is not None and ref[0][1].decision == WORD_MISMATCH
+
+
+def test_one_organisation_scores_as_identical():
+    evaluations, best = evaluate("acme inc", [cand("acme corporation", 0.35)], [], NOW, ENHANCED, names=DATA)
+    assert best.score == 1.0 and best.lever == "org_suffixes"
+
+
+# -- bare names ---------------------------------------------------------------------------
+
+def test_a_bare_name_two_entities_fit_is_decided_by_the_context_only_one_has():
+    kim = cand("alex kim", 0.45, NOW, partners={"react": 2})
+    morgan = cand("alex morgan", 0.42, NOW, partners={"acme": 2})
+    evaluations, best = evaluate("alex", [kim, morgan], ["acme"], NOW, ENHANCED, names=DATA)
+    assert best.candidate is morgan
+    assert decisions(evaluations) == {"alex kim": AMBIGUOUS, "alex morgan": CHOSEN}
+    assert {ev.lever for ev in evaluations} == {"bare_names"}
+
+
+def test_a_partner_both_share_cannot_decide_and_no_full_name_is_taken_on_a_guess():
+    kim = cand("alex kim", 0.45, NOW, partners={"the team": 2})
+    morgan = cand("alex morgan", 0.42, NOW, partners={"the team": 2})
+    _, best = evaluate("alex", [kim, morgan], ["the team"], NOW, ENHANCED, names=DATA)
+    assert best is None
+    # the reference takes the better spelling when it passes the threshold
+    _, ref = evaluate("alex", [kim, morgan], ["the team"], NOW, REFERENCE)
+    assert ref is not None
+
+
+def test_without_context_the_bare_entity_holds_the_bare_name():
+    bare = cand("alex", 1.0, NOW)
+    kim = cand("alex kim", 0.45, NOW, partners={"react": 9})
+    evaluations, best = evaluate("alex", [bare, kim], ["lunch"], NOW, ENHANCED, names=DATA)
+    assert best.candidate is bare
+    # ... and the graph still wins over the identical name
+    _, best = evaluate("alex", [bare, kim], ["react"], NOW, dict(ENHANCED), names=DATA)
+    assert best.candidate is kim
+
+
+def test_a_hub_is_not_enough_context():
+    kim = cand("alex kim", 0.45, NOW, partners={"user": 22})
+    morgan = cand("alex morgan", 0.42, NOW, partners={"acme": 2})
+    _, best = evaluate("alex", [kim, morgan], ["user"], NOW, ENHANCED, names=DATA)
+    assert 1 / 22 ** 0.5 < MIN_CONTEXT and best is None
+
+
+def test_a_first_name_that_fits_one_entity_only_has_the_full_name_signal():
+    nina = cand("nina ross", 0.4, NOW)
+    evaluations, best = evaluate("nina", [nina], [], NOW, ENHANCED, names=DATA)
+    assert best.candidate is nina and best.name_similarity == 1.0 and best.lever == "bare_names"
+    assert best.score == pytest.approx(0.5 + 0.2)
+    off = dict(ENHANCED, bare_names=False)
+    assert evaluate("nina", [nina], [], NOW, off, names=DATA)[1] is None
+
+
+# -- initials and nicknames need context ----------------------------------------------------
+
+def test_an_initial_alone_needs_context():
+    robert = cand("robert smith", 0.5, NOW, partners={"acme": 2})
+    evaluations, best = evaluate("r smith", [robert], ["lunch"], NOW, ENHANCED, names=DATA)
+    assert best is None and evaluations[0].decision == NEEDS_CONTEXT
+    _, best = evaluate("r smith", [robert], ["acme"], NOW, ENHANCED, names=DATA)
+    assert best.candidate.id == "robert smith" and best.lever == "name_variants"
+
+
+def test_a_nickname_found_by_its_given_name_scores_the_given_name():
+    robert = cand("robert smith", 1.0, NOW, partners={"acme": 1}, form="robert smith")
+    evaluations, best = evaluate("bob smith", [robert], ["acme"], NOW, ENHANCED, names=DATA)
+    assert best is not None and best.name_similarity == 1.0 and best.candidate.how == "variant"
+
+
+# -- the shortcut: resolution stops early, explain evaluates everything ---------------------------
+
+NAME = st.sampled_from(["alex", "alex kim", "jordan", "acme inc", "acme", "bob smith", "robert smith", "r smith",
+                        "wren", "wren 🎵", "acme bank"])
+TYPE = st.sampled_from([None, "person", "place", "organization"])
+CAND = st.builds(lambda name, sim, partners, etype, form, i: Candidate(i, name, sim, NOW, False, partners, etype, form),
+                 NAME, st.sampled_from([0.3, 0.45, 0.6, 1.0]),
+                 st.dictionaries(st.sampled_from(["acme", "react", "user"]), st.integers(1, 30), max_size=2),
+                 TYPE, st.sampled_from([None, None, "robert smith", "acme"]), st.integers(0, 10 ** 6).map(str))
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(mention=NAME, cands=st.lists(CAND, max_size=6, unique_by=lambda c: c.id),
+       nearby=st.lists(st.sampled_from(["acme", "react", "user", "lunch"]), max_size=3), mention_type=TYPE)
+def test_stopping_at_identical_names_changes_neither_the_choice_nor_its_score(mention, cands, nearby, mention_type):
+    ordered = sorted(cands, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
+    _, full = evaluate(mention, ordered, nearby, NOW, ENHANCED, False, mention_type, DATA)
+    _, short = evaluate(mention, ordered, nearby, NOW, ENHANCED, True, mention_type, DATA)
+    assert (full and (full.candidate.id, full.score)) == (short and (short.candidate.id, short.score))
+
+
+def test_the_stop_waits_for_the_block_of_identical_names_under_typed_mentions():
+    assert stops_at_identical("alex kim", REFERENCE) == "first"
+    assert stops_at_identical("alex kim", ENHANCED) == "block"
+    assert stops_at_identical("alex", ENHANCED) is None
+    assert stops_at_identical("alex kim", dict(ENHANCED, typed_mentions=False)) == "first"
+
+
+# -- alias memory ----------------------------------------------------------------------
+
+def test_a_form_resolved_with_confidence_to_one_entity_is_remembered():
+    state = CallState()
+    memory.learn(state, "j smith", 0.95, ("e1", None, "John Smith", "john smith"), ENHANCED)
+    assert memory.remembered("j smith", None, {}, state, ENHANCED) == ("e1", "John Smith", "john smith")
+    # not a confident one, not a one-word form, not with the lever off
+    memory.learn(state, "k smith", 0.7, ("e2", None, "Kim Smith", "kim smith"), ENHANCED)
+    assert memory.remembered("k smith", None, {}, state, ENHANCED) is None
+    memory.learn(state, "alex", 1.0, ("e3", None, "Alex Kim", "alex kim"), ENHANCED)
+    assert memory.remembered("alex", None, {}, state, ENHANCED) is None
+    assert memory.remembered("j smith", None, {}, state, dict(ENHANCED, alias_memory=False)) is None
+
+
+def test_a_form_remembered_for_two_entities_is_no_memory():
+    state = CallState()
+    bank = {"j smith": [Hit("e1", "John Smith", "regular", None, "memory", "john smith", 1)]}
+    assert memory.remembered("j smith", None, bank, state, ENHANCED)[0] == "e1"
+    memory.learn(state, "j smith", 1.0, ("e2", None, "Jane Smith", "jane smith"), ENHANCED)
+    assert memory.remembered("j smith", None, bank, state, ENHANCED) is None
+    two = {"j smith": [Hit("e1", "John Smith", "regular", None, "memory", "john smith", 2)]}
+    assert memory.remembered("j smith", None, two, CallState(), ENHANCED) is None
+
+
+def test_memory_respects_types_and_exact_names():
+    bank = {"j smith": [Hit("e1", "John Smith", "regular", "person", "memory", "john smith", 1)]}
+    assert memory.remembered("j smith", "place", bank, CallState(), ENHANCED) is None
+    assert memory.remembered("j smith", "person", bank, CallState(), ENHANCED)[0] == "e1"
+    named = {"j smith": bank["j smith"] + [Hit("e9", "J Smith", "regular", None, "name", "j smith")]}
+    assert memory.remembered("j smith", None, named, CallState(), ENHANCED) is None
