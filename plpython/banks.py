@@ -13,6 +13,7 @@ import labels
 import locks
 import names
 import settings as settings_mod
+import words
 from errors import InputError
 from mentions import load_json
 
@@ -214,5 +215,7 @@ def _with_overrides(plpy, shipped, overrides) -> names.NameData:
     add_s = [next(lowered) for _ in add_s]
     remove_s = {next(lowered) for _ in remove_s}
     variants = [p for p in shipped[0] + add_v if p not in remove_v and (p[1], p[0]) not in remove_v]
-    suffixes = [f for f in shipped[1] + add_s if f not in remove_s]
+    # A legal form is its words: removing "inc" removes "inc." too.
+    removed = {tuple(words.split_words(f)) for f in remove_s}
+    suffixes = [f for f in shipped[1] + add_s if tuple(words.split_words(f)) not in removed]
     return names.NameData(variants, suffixes)

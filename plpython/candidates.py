@@ -9,6 +9,7 @@ bank's, as probed, and the entities the call created that pg_trgm would have
 found, merged per entity in probe order.
 """
 
+import dataclasses
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import memory
@@ -37,6 +38,22 @@ def forms_of(key: str, cfg: Dict[str, Any], data: names_mod.NameData) -> List[st
     return forms
 
 
+class Forms(NamedTuple):
+    """A key's other forms: probed by trigrams (without legal forms: "acme" finds "Acme Inc"), or looked
+    up by exact name (a given name for a nickname: "robert smith"; a probe per form would cost as much
+    again as the probe of the keys, since most names of people have some)."""
+
+    probed: List[str]
+    exact: List[str]
+
+
+def split_forms(key: str, cfg: Dict[str, Any], data: names_mod.NameData) -> Forms:
+    """The key's other forms (forms_of without the key), by how they are looked up."""
+    others = forms_of(key, cfg, data)[1:]
+    s = names_mod.stripped(key, data) if lever(cfg, "org_suffixes") else None
+    return Forms([f for f in others if f == s], [f for f in others if f != s])
+
+
 class View(NamedTuple):
     """What the call read of the bank before its first fact."""
 
@@ -44,7 +61,7 @@ class View(NamedTuple):
     candidates: Dict[str, List[Candidate]]       # pre-call probe, by key
     names: Dict[str, str]                        # candidate id -> canonical name
     pending: Dict[str, Tuple[Optional[float], bool]]
-    forms: Dict[str, List[str]]                  # key -> its other forms (enhanced profile)
+    forms: Dict[str, Forms]                      # key -> its other forms (enhanced profile)
 
 
 def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
@@ -56,21 +73,22 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     "Acme" as "acme" (a trigram probe per form would cost as much again as
     the probe of the keys).
     """
-    forms = {k: forms_of(k, cfg, data)[1:] for k in regular_keys}
-    other = {f for fs in forms.values() for f in fs}
+    forms = {k: split_forms(k, cfg, data) for k in regular_keys}
+    exact = {f for fs in forms.values() for f in fs.exact}
     # Every key by name: a regular name without trigrams ("!!!", "🔥") is
     # never a trigram candidate, but is the same entity when spelled the same.
-    hits = probe.exact(plpy, bank.id, set(keys) | other, set(literal_keys) | set(regular_keys), memory_keys,
+    hits = probe.exact(plpy, bank.id, set(keys) | exact, set(literal_keys) | set(regular_keys), memory_keys,
                        memory.MEMORY_MIN_SCORE)
     # An alias names its entity exactly: no fuzzy probe for it.
-    distinct = sorted({k for k in regular_keys if probe.alias_hit(hits, k) is None})
+    fuzzy = [k for k in regular_keys if probe.alias_hit(hits, k) is None]
+    distinct = sorted(set(fuzzy) | {f for k in fuzzy for f in forms[k].probed})
     by_key, names = probe.candidates(plpy, bank.id, distinct, cfg["max_candidates"])
-    for f in other:
+    for f in exact:
         for h in hits.get(f, ()):
             names.setdefault(h.id, h.name)
     pending = {}
     if bank.pending:
-        ids = [c.id for cands in by_key.values() for c in cands] + [h.id for f in other for h in hits.get(f, ())]
+        ids = [c.id for cands in by_key.values() for c in cands] + [h.id for f in exact for h in hits.get(f, ())]
         pending = probe.pending_dates(plpy, bank.id, ids)
     return View(hits, by_key, names, pending, forms)
 
@@ -92,14 +110,20 @@ def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
     """
     bank_side = view.candidates.get(key, [])
     mine = state.created_candidates(key)
-    forms = view.forms.get(key, ())
-    if not mine and not forms:
-        return bank_side
-    if not forms:
+    forms = view.forms.get(key)
+    if forms is None or not (forms.probed or forms.exact):
+        if not mine:
+            return bank_side
         merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
         return merged[:cfg["max_candidates"]]
+    found = bank_side + mine
+    for f in forms.probed:
+        found.extend(dataclasses.replace(c, form=f)
+                     for c in view.candidates.get(f, []) + state.created_candidates(f))
+    for f in forms.exact:
+        found.extend(_form_candidates(f, view, state))
     best: Dict[str, Candidate] = {}
-    for c in bank_side + mine + [c for f in forms for c in _form_candidates(f, view, state)]:
+    for c in found:
         old = best.get(c.id)
         if old is None or c.trigram_similarity > old.trigram_similarity:
             best[c.id] = c

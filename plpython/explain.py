@@ -46,17 +46,16 @@ def _exact_row(entity_id, name, decision, lever_name=None):
 
 
 def _probed(plpy, bank_id, key, forms, cfg):
-    """Regular candidates and label rows of the key, and the entities its other forms name exactly.
-
-    Merged per entity as resolution merges them (candidates.for_mention).
-    """
-    best, names = {}, {}
-    rows = probe.explain_candidates(plpy, bank_id, key, cfg["max_candidates"], EXPLAIN_LABEL_ROWS)
-    found = [scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), r["is_label"], {},
-                               r["entity_type"]) for r in rows]
-    names.update((r["id"], r["canonical_name"]) for r in rows)
-    hits = probe.exact(plpy, bank_id, forms) if forms else {}
-    for form in forms:
+    """Regular candidates and label rows of the key and of its probed forms, and the entities its
+    exact forms name; merged per entity as resolution merges them (candidates.for_mention)."""
+    best, names, found = {}, {}, []
+    for form in [key] + forms.probed:
+        rows = probe.explain_candidates(plpy, bank_id, form, cfg["max_candidates"], EXPLAIN_LABEL_ROWS)
+        found.extend(scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), r["is_label"], {},
+                                       r["entity_type"], None if form == key else form) for r in rows)
+        names.update((r["id"], r["canonical_name"]) for r in rows)
+    hits = probe.exact(plpy, bank_id, forms.exact) if forms.exact else {}
+    for form in forms.exact:
         for h in hits.get(form, ()):
             if h.kind != "label":
                 names[h.id] = h.name
@@ -92,7 +91,7 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     exact = _exact(plpy, bank_id, key, wanted, is_label, cfg)
     if exact is not None or is_label:
         return exact or []
-    forms = candidates_mod.forms_of(key, cfg, data)[1:]
+    forms = candidates_mod.split_forms(key, cfg, data)
     probed, names = _probed(plpy, bank_id, key, forms, cfg)
     # Resolution's probe (pg_trgm %, compared like this) never sees a regular
     # row under its threshold.

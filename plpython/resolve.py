@@ -316,7 +316,7 @@ def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:
 
 
 def _call_neighbours(call: Call, facts: List[Fact]) -> Dict[str, List[Tuple[str, float]]]:
-    """Which of the call's keys could be candidates for which: once, not per fact.
+    """Which of the call's keys and probed forms could be candidates for which: once, not per fact.
 
     An entity the call creates is one of its keys: a later fact finds it as
     pg_trgm would have, had the earlier fact been its own statement.
@@ -325,6 +325,10 @@ def _call_neighbours(call: Call, facts: List[Fact]) -> Dict[str, List[Tuple[str,
         return {}
     folded = call.folded
     keyed = {folded.keys[i]: folded.trigrams[folded.keys[i]] for i in list(call.exact) + sorted(call.regular)}
+    extra = sorted({f for i in call.regular
+                    for f in candidates.split_forms(folded.keys[i], call.cfg, call.data).probed} - set(keyed))
+    for form, joined in zip(extra, probe.trigrams_of(call.plpy, extra)):
+        keyed[form] = trigrams.parse(joined)
     return trigrams.neighbours(keyed, candidates.probe_threshold(call.cfg))
 
 
