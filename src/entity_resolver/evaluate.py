@@ -610,10 +610,34 @@ def markdown(result: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def markdown_profiles(results: Dict[str, Dict[str, Any]]) -> str:
+    """Both profiles of one run side by side, then each profile's own figures (``markdown``)."""
+    ref, enh = results["reference"], results["enhanced"]
+    fams = ref.get("families") or {}
+    head = ["family", "B³ F1 reference", "B³ F1 enhanced", "Δ", "wrong merges reference", "wrong merges enhanced",
+            "fragmented reference", "fragmented enhanced"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for name, r in list(fams.items()) + [("**all**", ref)]:
+        e = enh if name == "**all**" else enh["families"][name]
+        delta = e["bcubed"]["f1"] - r["bcubed"]["f1"]
+        lines.append("| " + " | ".join([name, _pct(r["bcubed"]["f1"]), _pct(e["bcubed"]["f1"]),
+                                        f"{100 * delta:+.1f}", str(r["wrong_merges"]), str(e["wrong_merges"]),
+                                        str(r["fragmented"]), str(e["fragmented"])]) + " |")
+    parts = ["Both profiles replayed the same streams in the same run (`profile` set on every eval bank).", "",
+             "\n".join(lines)]
+    for profile in ("enhanced", "reference"):
+        parts += ["", f"### The {profile} profile", "", markdown(results[profile])]
+    return "\n".join(parts)
+
+
 def update_doc(path: Union[str, Path], result: Dict[str, Any]) -> None:
-    """Replace the generated figures in ``path`` (between the markers), or append them."""
+    """Replace the generated figures in ``path`` (between the markers), or append them.
+
+    ``result``: one eval result, or {"reference": ..., "enhanced": ...} of one run.
+    """
     path = Path(path)
-    block = f"{FIGURES_START}\n\n{markdown(result)}\n\n{FIGURES_END}"
+    body = markdown_profiles(result) if set(result) == {"reference", "enhanced"} else markdown(result)
+    block = f"{FIGURES_START}\n\n{body}\n\n{FIGURES_END}"
     text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
     if FIGURES_START in text and FIGURES_END in text:
         before = text.split(FIGURES_START, 1)[0]

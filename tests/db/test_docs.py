@@ -121,6 +121,10 @@ def test_the_settings_table_lists_every_setting_with_its_default(conn, page):
     for key, (default, _) in rows.items():
         if default in ("true", "false"):
             assert effective[key] is (default == "true"), key
+        elif default == "[]":
+            assert effective[key] == [], key
+        elif re.fullmatch(r"[a-z]+", default):
+            assert effective[key] == default, key
         else:
             assert float(default) == pytest.approx(effective[key]), key
 
@@ -138,6 +142,20 @@ def test_the_settings_table_gives_each_range_exactly(conn, page):
             assert _configure(conn, key, True) is True and _configure(conn, key, False) is False, (page, key)
             with pytest.raises(psycopg.errors.InvalidParameterValue):
                 _configure(conn, key, 1)
+            continue
+        if "/" in bounds:
+            for choice in bounds.split("/"):
+                assert _configure(conn, key, choice) == choice, (page, key)
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=key):
+                _configure(conn, key, "none of them")
+            continue
+        listed = re.fullmatch(r"≤ (\d+) (pairs|names)", bounds)
+        if listed:
+            most, what = int(listed.group(1)), listed.group(2)
+            entry = ["robert", "bob"] if what == "pairs" else "inc"
+            assert len(_configure(conn, key, [entry] * most)) == most, (page, key)
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=key):
+                _configure(conn, key, [entry] * (most + 1))
             continue
         closed = re.fullmatch(r"(\d+)–(\d+)", bounds)
         half_open = re.fullmatch(r"> (\d+), ≤ (\d+)", bounds)
