@@ -6,7 +6,7 @@ only. Standard library only.
 """
 
 import dataclasses
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import names as names_mod
 import words
@@ -52,6 +52,57 @@ def stops_at_identical(mention: str, settings: Dict[str, Any]) -> Optional[str]:
     return "block" if lever(settings, "typed_mentions") else "first"
 
 
+class _Rules(NamedTuple):
+    """What screening a mention needs besides the candidate: its levers, resolved once."""
+
+    mention: str
+    floor: float
+    mention_type: Optional[str]                  # compared only under typed_mentions
+    orgs: Optional[names_mod.NameData]           # org_suffixes
+    equivalents: Optional[Any]                   # name_variants: word -> its nicknames or given names
+
+
+def _rules(mention, settings, mention_type, names) -> _Rules:
+    typed = mention_type if lever(settings, "typed_mentions") else None
+    orgs = names if names is not None and lever(settings, "org_suffixes") and mention_type in ORG_TYPES else None
+    eq = names.equivalents if names is not None and lever(settings, "name_variants") else None
+    return _Rules(mention, settings["merge_min_similarity"], typed, orgs, eq)
+
+
+def _skip(cand: Candidate, decision: str, tokens=None, detail=None, lever_name=None) -> Screened:
+    return cand, Evaluation(cand, tokens, None, None, None, None, decision, detail, lever_name)
+
+
+def _screen_one(cand: Candidate, r: _Rules) -> Screened:
+    """One candidate: (it, the evaluation that skips it) or (it, possibly with how it matched, None)."""
+    if cand.is_label:
+        # Labels resolve by exact match only: "pedagogy:scaffolding" must
+        # never be fuzzy-merged into a neighbouring value.
+        return _skip(cand, LABEL_ROW)
+    if r.mention_type is not None and cand.entity_type is not None and cand.entity_type != r.mention_type:
+        # "Jordan" the person is no candidate for "Jordan" the country.
+        return _skip(cand, TYPE_MISMATCH, lever_name="typed_mentions")
+    # pg_trgm returns a float4: 0.35 arrives as 0.3499999940395355, so the
+    # similarity is compared at 6 decimals, like the score.
+    if round(cand.trigram_similarity, PRECISION) < r.floor:
+        # "Tigran"/"Iran" is 0.80 by sequence ratio but 0.20 by trigram:
+        # short names that merely look alike are not merged on history.
+        return _skip(cand, BELOW_FLOOR)
+    org = names_mod.organisation_words(r.mention, cand.name, r.orgs) if r.orgs is not None else None
+    if org is True and not is_identical(cand):
+        # "Acme Inc" / "ACME Corp": one name, its legal forms aside.
+        return dataclasses.replace(cand, how="org_suffix"), None
+    if org is False:
+        # "Acme Bank" is not "Acme Inc"; "Innotech LLC" is not "Initech LLC".
+        return _skip(cand, WORD_MISMATCH, False, "words", "org_suffixes")
+    why, how = words.tokens_match(r.mention, cand.name, r.equivalents)
+    if why is not None:
+        return _skip(cand, WORD_MISMATCH, False, why)
+    if how is not None and r.equivalents is not None:
+        cand = dataclasses.replace(cand, how=how)
+    return cand, None
+
+
 def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, Any],
            stop_at_identical: bool = False, mention_type: Optional[str] = None,
            names: Optional[names_mod.NameData] = None) -> List[Screened]:
@@ -69,52 +120,14 @@ def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, An
     identical), as ``stops_at_identical`` allows: it scores 1.0, and no later
     candidate can change the choice or the best score.
     """
-    floor = settings["merge_min_similarity"]
     stop = stops_at_identical(mention, settings) if stop_at_identical else None
+    rules = _rules(mention, settings, mention_type, names)
     found = False
-    typed = mention_type is not None and lever(settings, "typed_mentions")
-    orgs = names if lever(settings, "org_suffixes") else None
-    equivalents = names.equivalents if names is not None and lever(settings, "name_variants") else None
     out: List[Screened] = []
     for cand in candidates:
         if found and (stop == "first" or round(cand.trigram_similarity, PRECISION) < 1.0):
             break
-        if cand.is_label:
-            # Labels resolve by exact match only: "pedagogy:scaffolding" must
-            # never be fuzzy-merged into a neighbouring value.
-            out.append((cand, Evaluation(cand, None, None, None, None, None, LABEL_ROW)))
-            continue
-        if typed and cand.entity_type is not None and cand.entity_type != mention_type:
-            # "Jordan" the person is no candidate for "Jordan" the country.
-            out.append((cand, Evaluation(cand, None, None, None, None, None, TYPE_MISMATCH,
-                                         lever="typed_mentions")))
-            continue
-        trigram = round(cand.trigram_similarity, PRECISION)
-        # pg_trgm returns a float4: 0.35 arrives as 0.3499999940395355, so the
-        # similarity is compared at 6 decimals, like the score.
-        if trigram < floor:
-            # "Tigran"/"Iran" is 0.80 by sequence ratio but 0.20 by trigram:
-            # short names that merely look alike are not merged on history.
-            out.append((cand, Evaluation(cand, None, None, None, None, None, BELOW_FLOOR)))
-            continue
-        org = names_mod.organisation_words(mention, cand.name, orgs) if orgs is not None and \
-            mention_type in ORG_TYPES else None
-        if org is True and not is_identical(cand):
-            # "Acme Inc" / "ACME Corp": one name, its legal forms aside.
-            out.append((dataclasses.replace(cand, how="org_suffix"), None))
-            found = stop is not None
-            continue
-        if org is False:
-            # "Acme Bank" is not "Acme Inc"; "Innotech LLC" is not "Initech LLC".
-            out.append((cand, Evaluation(cand, False, None, None, None, None, WORD_MISMATCH, "words",
-                                         lever="org_suffixes")))
-            continue
-        why, how = words.tokens_match(mention, cand.name, equivalents)
-        if why is not None:
-            out.append((cand, Evaluation(cand, False, None, None, None, None, WORD_MISMATCH, why)))
-            continue
-        if how is not None and lever(settings, "name_variants"):
-            cand = dataclasses.replace(cand, how=how)
-        out.append((cand, None))
-        found = found or (stop is not None and is_identical(cand))
+        row = _screen_one(cand, rules)
+        out.append(row)
+        found = found or (stop is not None and row[1] is None and is_identical(row[0]))
     return out

@@ -57,9 +57,10 @@ def _query(schema: str, gold: str) -> sql.Composed:
         "    JOIN {s}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
         "   WHERE m.bank_id = f.bank_id AND m.unit_id = f.id) AS gold"
         " FROM {s}.facts AS f WHERE f.bank_id = %s"
-        # Rows of one INSERT share created_at; their physical order is the
-        # order the statement wrote them in.
-        " ORDER BY f.created_at, f.ctid"
+        # Rows of one INSERT share created_at; stored_order numbers them in the
+        # order the statement wrote them (their physical order need not be:
+        # a row goes wherever the free space map finds room).
+        " ORDER BY f.created_at, f.stored_order"
     ).format(s=sql.Identifier(schema), label=sql.SQL(label))
 
 

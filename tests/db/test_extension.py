@@ -39,7 +39,7 @@ TENANT_TABLES = ("bank_roles", "banks", "entities", "entity_aliases", "entity_co
 # Rows only operator corrections write (empty in a bank written through the resolver).
 CORRECTION_TABLES = ("entity_aliases", "entity_forwards", "operations")
 CONFIG_DUMPED = {f"{SCHEMA}.{t}" for t in TENANT_TABLES} | {
-    f"{SCHEMA}.stats_queue_id_seq", f"{SCHEMA}.operations_id_seq"}
+    f"{SCHEMA}.stats_queue_id_seq", f"{SCHEMA}.operations_id_seq", f"{SCHEMA}.facts_stored_order_seq"}
 
 
 @pytest.fixture(scope="module")
@@ -259,7 +259,7 @@ def test_installer_upgrading_a_0_1_0_installation_equals_a_fresh_install_and_kee
     before = entity_state(old)
 
     report = install(old)
-    assert report.applied_migrations == [7, 8]
+    assert report.applied_migrations == [7, 8, 9]
     fresh = new_db()
     install(fresh)
     assert_same_catalog(old, fresh, ("0.1.0 upgraded", "fresh"))

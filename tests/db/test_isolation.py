@@ -164,7 +164,7 @@ def test_a_bank_user_cannot_reach_another_bank_through_any_function(banks, roles
     assert a.execute(f"SELECT * FROM {ER}.expand_units('B', %s)", ([b_fact],)).fetchall() == []
     assert a.execute(f"SELECT * FROM {ER}.flush_stats('B')").fetchall() == [(0, 0)]
     assert a.execute(f"SELECT * FROM {IN}._flush_queue('B', false)").fetchall() == [(0, 0)]
-    assert a.execute(f"SELECT * FROM {IN}.explain_mention_py('B', 'Borealis', '{{}}', now())").fetchall() == []
+    assert a.execute(f"SELECT * FROM {IN}.explain_mention_py('B', 'Borealis', '{{}}', now(), NULL)").fetchall() == []
     a.execute(f"SELECT * FROM {ER}.flush_stats()")          # all banks = all *its* banks
     # Linking to B's entities, from B or from A, finds no such entity.
     for bank in ("B", "A"):
