@@ -240,6 +240,9 @@ BEGIN
         );
         functions := functions || obj.fn::text;
     END LOOP;
+    -- Privileges again: a view created over tables that were not distributed
+    -- yet reaches the workers with the tables, but without its grants.
+    PERFORM _install_grants();
     -- Bindings made before the installation was distributed: their roles.
     FOR obj IN SELECT b.bank_id, b.role_name FROM bank_roles AS b ORDER BY b.bank_id, b.role_name LOOP
         IF EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = obj.role_name) THEN
