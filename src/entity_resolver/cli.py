@@ -696,6 +696,22 @@ def eval_cmd(
         print(format_report(result))
 
 
+def _citus_bench(seconds: float, out: Optional[Path], as_json: bool) -> None:
+    """bench --citus: bench/citus.py's run_citus_bench, reported."""
+    _checkout_bench()  # the tooling is importable from here on
+    from bench.citus import markdown, run_citus_bench
+
+    err = _err()
+    result = run_citus_bench(seconds=seconds, out=out,
+                             progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
+    if as_json:
+        _print_json(result)
+        return
+    print(markdown(result))
+    if out is not None:
+        _out().print(f"figures written into {out}")
+
+
 def _checkout_bench() -> Callable[..., Dict[str, Any]]:
     """``run_bench`` of the repository's bench/ tooling, imported only when asked for."""
     # The benchmark is tooling at the top of the repository, not part of the
@@ -724,9 +740,15 @@ def bench_cmd(
     keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
     imports: Annotated[bool, typer.Option("--imports/--no-imports", help="Also time imports: default batch, "
                                           "batch 1 and the 0.1.0 release (about 2 minutes).")] = True,
+    citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
+                                        "workers on this machine (per-call delegation cost, facts/s); figures into "
+                                        "docs/scaling.md. Needs Citus installed (make citus).")] = False,
     dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Time resolution and the write path on generated banks (scratch database; repository checkout only)."""
+    if citus:
+        _citus_bench(writer_seconds, None if no_out else Path("docs/scaling.md"), as_json)
+        return
     run_bench = _checkout_bench()
     try:
         parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]

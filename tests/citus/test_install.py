@@ -150,8 +150,10 @@ CREATE INDEX entities_note_idx ON {{ schema }}.entities (bank_id, note);
 CREATE TABLE {{ schema }}.bank_notes (
     bank_id text NOT NULL,
     id bigint NOT NULL,
+    entity_id uuid,
     note text,
-    PRIMARY KEY (bank_id, id)
+    PRIMARY KEY (bank_id, id),
+    FOREIGN KEY (bank_id, entity_id) REFERENCES {{ schema }}.entities (bank_id, id) ON DELETE CASCADE
 );
 COMMENT ON TABLE {{ schema }}.bank_notes IS 'Test table of an upgrade.';
 """
@@ -177,6 +179,11 @@ def test_an_upgrade_applies_its_migration_on_the_shards_and_keeps_the_distributi
         again = resolve(conn, "upgraded", ["alex morgan", "acme", "Berlin"])
         assert [r[1] for r in again[:2]] == [r[1] for r in before] and again[2][3] is True
         conn.execute("UPDATE entity_resolver.entities SET note = 'n' WHERE bank_id = 'upgraded'")
+        conn.execute("INSERT INTO entity_resolver.bank_notes (bank_id, id, entity_id) VALUES ('upgraded', 1, %s)",
+                     (before[0][1],))
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            conn.execute("INSERT INTO entity_resolver.bank_notes (bank_id, id, entity_id) VALUES ('upgraded', 2, %s)",
+                         (uuid.uuid4(),))
     for worker in _workers_of(citus_dsn):
         with psycopg.connect(worker, autocommit=True) as wconn:
             wconn.execute("SET citus.override_table_visibility = off")
