@@ -27,15 +27,15 @@ class Bank(NamedTuple):
     pending: bool = False
 
 
-# The writer's first statement: the bank_id rule, its settings, the bank lock
-# in share mode (locks.py) and whether this transaction has statistics of the
-# bank still queued. A bank used for the first time is created by a second
+# The writer's first statement: the bank_id rule (its result is selected, so
+# that it is evaluated), its settings, the bank lock in share mode (locks.py)
+# and whether this transaction has statistics of the bank still queued. A bank used for the first time is created by a second
 # statement (and read again: a concurrent configure_bank may have won). Each
 # statement is a plain read or a plain insert of one bank_id: on Citus, both
 # then run whole on the bank's shard (a data-modifying WITH would be planned
 # in pieces, its results shipped between them).
 SQL_BANK_OPEN = """
-SELECT b.bank_id IS NOT NULL AS found, b.settings::text AS settings,
+SELECT c.bank_id AS checked, b.bank_id IS NOT NULL AS found, b.settings::text AS settings,
        lower(b.entity_labels::text COLLATE @collate@) AS labels,
        (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(%d, hashtext($1))) AS l) AS locked,
        EXISTS (SELECT 1 FROM stats_queue AS q
@@ -151,7 +151,7 @@ def set_entity_labels(plpy, bank_id: str, labels_json: Optional[str]) -> str:
 def labels_json_schema(plpy, bank_id: str) -> str:
     """The bank's label vocabulary as a JSON Schema for an extractor."""
     rows = db.run(plpy, "labels_read",
-                  "SELECT b.entity_labels::text AS l FROM (SELECT check_bank_id($1, 'bank_id') AS id) AS c"
+                  "SELECT c.id, b.entity_labels::text AS l FROM (SELECT check_bank_id($1, 'bank_id') AS id) AS c"
                   " LEFT JOIN banks AS b ON b.bank_id = $1", ["text"], [bank_id])
     config = json.loads(rows[0]["l"]) if rows and rows[0]["l"] else {}
     return json.dumps(labels.json_schema(config))

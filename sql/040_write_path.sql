@@ -830,18 +830,10 @@ BEGIN
     IF {{ distributed }} THEN
         -- On Citus, TRUNCATE fires this on the coordinator's (empty) table
         -- and on every shard, on its node: each shard forgets its own facts
-        -- (reading them there: a query of the distributed table would ask
-        -- every node from a shard, which Citus refuses).
-        IF TG_TABLE_NAME = 'facts' THEN
-            RETURN NULL;
+        -- (sql/citus/).
+        IF TG_TABLE_NAME <> 'facts' THEN
+            PERFORM _forget_shard_facts(TG_RELID);
         END IF;
-        FOR one IN EXECUTE format(
-            'SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids FROM %s AS f GROUP BY f.bank_id ORDER BY f.bank_id',
-            TG_RELID::regclass
-        ) LOOP
-            PERFORM _forget_units(one.bank_id, one.ids);
-            PERFORM _flush_bank(one.bank_id, TRUE);
-        END LOOP;
         RETURN NULL;
     END IF;
     FOR one IN

@@ -311,7 +311,7 @@ BEGIN
         IF obj.proname NOT IN (
             '_install_grants', 'grant_bank_access', 'revoke_bank_access',
             '_install_render', '_install_execute', '_apply_migration',
-            '_install_distribute', '_grant_bank_role', '_revoke_bank_role'
+            '_install_distribute', '_grant_bank_role', '_revoke_bank_role', '_forget_shard_facts'
         ) THEN
             EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %s', obj.fn, both_roles);
         END IF;

@@ -119,6 +119,33 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._revoke_bank_role(text, name) IS
 'Internal (distributed, administrators): end role_name''s membership in the bank''s role.';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._forget_shard_facts(shard regclass)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    one record;
+BEGIN
+    -- TRUNCATE facts on a shard (its trigger, on the shard's node): the
+    -- facts of the shard's banks are forgotten bank by bank. The shard is
+    -- read by its name: a query of the distributed table would ask every
+    -- node from a shard, which Citus refuses.
+    FOR one IN EXECUTE format(
+        'SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids FROM %s AS f GROUP BY f.bank_id ORDER BY f.bank_id',
+        _forget_shard_facts.shard
+    ) LOOP
+        PERFORM _forget_units(one.bank_id, one.ids);
+        PERFORM _flush_bank(one.bank_id, TRUE);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._forget_shard_facts(regclass) IS
+'Internal (distributed): TRUNCATE of a shard of facts forgets its facts first (called by the TRUNCATE trigger on the shard).';
+
 -- flush_stats on the coordinator: one bank, or every bank with queued rows,
 -- each by a call delegated to its node (never one statement over every
 -- shard). Written by hand: the generated wrappers refuse a NULL bank.
