@@ -86,9 +86,14 @@ def bank_state(conn: psycopg.Connection, bank: str) -> Dict[str, Any]:
     }
 
 
+@pytest.fixture(scope="module")
+def reference(single_node_dsn) -> Dict[str, Any]:
+    """The single-node replay of every corpus, fact by fact (banks kept)."""
+    return replay(single_node_dsn, "single node")
+
+
 def test_the_corpora_give_the_single_node_figures_and_bank_state_on_the_cluster(
-        citus, distributed, single_node_dsn):
-    reference = replay(single_node_dsn, "single node")
+        citus, distributed, single_node_dsn, reference):
     spread = replay(distributed.info.dsn, "Citus, 2 workers")
     assert reference["trace_mismatches"] == 0 and reference["mentions_scored"] > 5000
     assert strip(spread) == strip(reference)
@@ -103,3 +108,18 @@ def test_the_corpora_give_the_single_node_figures_and_bank_state_on_the_cluster(
                 assert bank_state(distributed, other) == expected, family
     # The families' banks were spread over both workers.
     assert placed == {w.port for w in citus.workers}
+
+
+@pytest.mark.parametrize("family", ["same_name", "typos", "hubs"])
+def test_facts_inserted_fifty_per_statement_on_the_cluster_decide_as_one_by_one_on_a_single_server(
+        distributed, reference, family):
+    # The statement trigger runs on the bank's shard with the facts of the
+    # statement in their order: each fact is checked against a shadow call
+    # made with only the facts before it (trace mismatches), and the figures
+    # are the single server's fact-by-fact ones.
+    started = time.monotonic()
+    result = run_eval(distributed.info.dsn, CORPORA / f"{family}.jsonl", batch=50)
+    TIMINGS.setdefault(f"replay {family} 50 facts per statement (Citus)", time.monotonic() - started)
+    assert result["trace_mismatches"] == 0
+    expected = {k: v for k, v in strip(reference["families"][family]).items() if k != "batch"}
+    assert {k: v for k, v in strip(result).items() if k != "batch"} == expected
