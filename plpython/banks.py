@@ -29,11 +29,12 @@ class Bank(NamedTuple):
 
 # The writer's first statement: the bank_id rule (its result is selected, so
 # that it is evaluated), its settings, the bank lock in share mode (locks.py)
-# and whether this transaction has statistics of the bank still queued. A bank used for the first time is created by a second
-# statement (and read again: a concurrent configure_bank may have won). Each
-# statement is a plain read or a plain insert of one bank_id: on Citus, both
-# then run whole on the bank's shard (a data-modifying WITH would be planned
-# in pieces, its results shipped between them).
+# and whether this transaction has statistics of the bank still queued. A bank
+# used for the first time is created by a second statement (and read again: a
+# concurrent configure_bank may have won). Each statement is a plain read or a
+# plain insert of one bank_id: on Citus, both then run whole on the bank's
+# shard (a data-modifying WITH would be planned in pieces, its results
+# shipped between them).
 SQL_BANK_OPEN = """
 SELECT c.bank_id AS checked, b.bank_id IS NOT NULL AS found, b.settings::text AS settings,
        lower(b.entity_labels::text COLLATE @collate@) AS labels,

@@ -29,6 +29,12 @@ build expands it into the PL/Python function ``<internal>.<name>_py`` (with
 the module-loading prologue) and a PL/pgSQL function of the declared name that
 calls it and re-raises any error without PL/Python's exception prefix and
 traceback.
+
+``install --distributed`` (a Citus coordinator) runs a flavour of the same
+script (``distributed=True``): ``{{ distributed }}`` renders TRUE, the files of
+sql/citus/ join sql/'s, and every public function of a bank is delegated to
+the node holding the bank (:func:`delegate_bank_functions`). The single-node
+script and the extension files are the ``distributed=False`` flavour.
 """
 
 from __future__ import annotations
@@ -721,10 +727,8 @@ def delegate_bank_functions(text: str) -> str:
             return m.group(0)
         args = _parse_args(m.group("args"))
         volatility = _volatility(m.group("options"))
-        generated.append(_delegated_sql(name, args, " ".join(m.group("returns").split()) if
-                                        _table_columns(m.group("returns")) is None else m.group("returns"),
-                                        volatility, volatility == "VOLATILE",
-                                        name not in HANDWRITTEN_WRAPPERS))
+        generated.append(_delegated_sql(name, args, m.group("returns"), volatility,
+                                        writes=volatility == "VOLATILE", wrapper=name not in HANDWRITTEN_WRAPPERS))
         return m.group(0).replace("{{ schema }}." + name + "(", "{{ internal }}." + name + "_impl(", 1)
 
     body = _BANK_FUNCTION.sub(rename, text)
