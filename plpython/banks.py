@@ -29,29 +29,25 @@ class Bank(NamedTuple):
     pending: bool = False
 
 
-# The writer's first statement: the bank_id rule, the bank created on first
-# use, its settings, the bank lock in share mode (locks.py) and whether this
-# transaction has statistics of the bank still queued.
+# The writer's first statement: the bank_id rule (its result is selected, so
+# that it is evaluated), its settings, the bank lock in share mode (locks.py)
+# and whether this transaction has statistics of the bank still queued. A bank
+# used for the first time is created by a second statement (and read again: a
+# concurrent configure_bank may have won). Each statement is a plain read or a
+# plain insert of one bank_id: on Citus, both then run whole on the bank's
+# shard (a data-modifying WITH would be planned in pieces, its results
+# shipped between them).
 SQL_BANK_OPEN = """
-WITH checked AS (SELECT check_bank_id($1, $2) AS bank_id),
-ins AS (
-    INSERT INTO banks (bank_id) SELECT bank_id FROM checked
-    ON CONFLICT (bank_id) DO NOTHING
-    RETURNING settings, entity_labels
-),
-cur AS (
-    SELECT settings, entity_labels FROM ins
-    UNION ALL
-    SELECT b.settings, b.entity_labels
-      FROM banks AS b, checked AS c
-     WHERE b.bank_id = c.bank_id AND NOT EXISTS (SELECT 1 FROM ins)
-)
-SELECT cur.settings::text AS settings, lower(cur.entity_labels::text COLLATE @collate@) AS labels,
+SELECT c.bank_id AS checked, b.bank_id IS NOT NULL AS found, b.settings::text AS settings,
+       lower(b.entity_labels::text COLLATE @collate@) AS labels,
        (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(%d, hashtext($1))) AS l) AS locked,
        EXISTS (SELECT 1 FROM stats_queue AS q
                 WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
-  FROM cur
+  FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
+  LEFT JOIN banks AS b ON b.bank_id = $1
 """ % locks.BANK
+
+SQL_BANK_CREATE = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING"
 
 SQL_BANK_READ = """
 SELECT c.bank_id, b.settings::text AS settings,
@@ -59,7 +55,7 @@ SELECT c.bank_id, b.settings::text AS settings,
        EXISTS (SELECT 1 FROM stats_queue AS q
                 WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
   FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
-  LEFT JOIN banks AS b ON b.bank_id = c.bank_id
+  LEFT JOIN banks AS b ON b.bank_id = $1
 """
 
 
@@ -73,7 +69,10 @@ def _bank(bank_id: str, row: Optional[Dict[str, Any]]) -> Bank:
 def open_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
     """For a writer: check bank_id, create the bank if new, read its settings, take the bank lock (share)."""
     rows = db.run(plpy, "bank_open", SQL_BANK_OPEN, ["text", "text"], [bank_id, argument])
-    return _bank(bank_id, rows[0] if rows else None)
+    if not rows[0]["found"]:
+        db.run(plpy, "bank_create", SQL_BANK_CREATE, ["text"], [bank_id])
+        rows = db.run(plpy, "bank_open", SQL_BANK_OPEN, ["text", "text"], [bank_id, argument])
+    return _bank(bank_id, rows[0])
 
 
 def read_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
@@ -155,8 +154,8 @@ def set_entity_labels(plpy, bank_id: str, labels_json: Optional[str]) -> str:
 def labels_json_schema(plpy, bank_id: str) -> str:
     """The bank's label vocabulary as a JSON Schema for an extractor."""
     rows = db.run(plpy, "labels_read",
-                  "SELECT b.entity_labels::text AS l FROM (SELECT check_bank_id($1, 'bank_id') AS id) AS c"
-                  " LEFT JOIN banks AS b ON b.bank_id = c.id", ["text"], [bank_id])
+                  "SELECT c.id, b.entity_labels::text AS l FROM (SELECT check_bank_id($1, 'bank_id') AS id) AS c"
+                  " LEFT JOIN banks AS b ON b.bank_id = $1", ["text"], [bank_id])
     config = json.loads(rows[0]["l"]) if rows and rows[0]["l"] else {}
     return json.dumps(labels.json_schema(config))
 

@@ -58,15 +58,17 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    links_added integer;
+    b text := _link_units.bank_id;
+    added_units uuid[];
+    added_entities uuid[];
+    added_dates timestamptz[];
 BEGIN
-    PERFORM _lock_bank(_link_units.bank_id);
-    -- One statement for any number of units. The snapshot of unit_entities
-    -- read below does not include the rows this statement adds, so a pair is
-    -- counted once per unit whether its entities were linked now or earlier:
-    -- cooccurrence_count stays "number of units linked to both". A pair's
-    -- date in a unit is the later of its two links' dates, as rebuild_stats
-    -- derives it.
+    PERFORM _lock_bank(b);
+    -- 1. The links, one statement for any number of units; what was added
+    -- comes back as arrays. (A data-modifying WITH whose rows a later part
+    -- of the same statement joins to a table is planned in pieces by Citus,
+    -- its rows shipped to every node: each step here is a statement of its
+    -- own, so that on Citus it runs whole on the bank's shards.)
     WITH input AS (
         SELECT DISTINCT ON (i.unit_id, i.entity_id)
             i.unit_id,
@@ -82,7 +84,7 @@ BEGIN
     added AS (
         INSERT INTO unit_entities AS ue (bank_id, unit_id, entity_id, event_date)
         SELECT
-            _link_units.bank_id,
+            b,
             input.unit_id,
             input.entity_id,
             input.event_date
@@ -90,60 +92,49 @@ BEGIN
         ORDER BY input.unit_id, input.entity_id
         ON CONFLICT ON CONSTRAINT unit_entities_pkey DO NOTHING
         RETURNING ue.unit_id, ue.entity_id, ue.event_date
-    ),
-
-    members AS (
-        -- Every entity of a unit that gained a link: linked before, or now.
-        SELECT
-            ue.unit_id,
-            ue.entity_id,
-            ue.event_date
-        FROM unit_entities AS ue
-        WHERE
-            ue.bank_id = _link_units.bank_id
-            AND ue.unit_id IN (SELECT added.unit_id FROM added)
-        UNION ALL
-        SELECT
-            added.unit_id,
-            added.entity_id,
-            added.event_date
-        FROM added
-    ),
-
-    unit_pairs AS (
-        -- Each pair with at least one newly linked side, once per unit.
-        SELECT
-            added.unit_id,
-            least(added.entity_id, members.entity_id) AS entity_id_1,
-            greatest(added.entity_id, members.entity_id) AS entity_id_2,
-            max(greatest(added.event_date, members.event_date)) AS event_date
-        FROM added
-        INNER JOIN members
-            ON
-                added.unit_id = members.unit_id
-                AND added.entity_id <> members.entity_id
-        GROUP BY 1, 2, 3
-    ),
-
-    -- A data-modifying WITH runs whether or not the main query reads it.
-    queued AS (
-        INSERT INTO stats_queue (bank_id, entity_id, entity_id_2, increment, event_date)
-        SELECT
-            _link_units.bank_id,
-            unit_pairs.entity_id_1,
-            unit_pairs.entity_id_2,
-            count(*),
-            max(unit_pairs.event_date)
-        FROM unit_pairs
-        GROUP BY unit_pairs.entity_id_1, unit_pairs.entity_id_2
-        ORDER BY unit_pairs.entity_id_1, unit_pairs.entity_id_2
     )
 
-    SELECT count(*)::integer
-    INTO links_added
+    SELECT
+        array_agg(added.unit_id),
+        array_agg(added.entity_id),
+        array_agg(added.event_date)
+    INTO added_units, added_entities, added_dates
     FROM added;
+    IF added_units IS NULL THEN
+        RETURN 0;
+    END IF;
 
-    RETURN links_added;
+    -- 2. One increment per pair with at least one newly linked side, once
+    -- per unit: the unit's links (earlier ones and those just added) joined
+    -- to what was added; a pair of two added links is met from both sides
+    -- and grouped into one. cooccurrence_count stays "number of units linked
+    -- to both". A pair's date in a unit is the later of its two links'
+    -- dates, as rebuild_stats derives it.
+    INSERT INTO stats_queue (bank_id, entity_id, entity_id_2, increment, event_date)
+    SELECT
+        b,
+        unit_pairs.entity_id_1,
+        unit_pairs.entity_id_2,
+        count(*),
+        max(unit_pairs.event_date)
+    FROM (
+        SELECT
+            a.unit_id,
+            least(a.entity_id, m.entity_id) AS entity_id_1,
+            greatest(a.entity_id, m.entity_id) AS entity_id_2,
+            max(greatest(a.event_date, m.event_date)) AS event_date
+        FROM unnest(added_units, added_entities, added_dates) AS a (unit_id, entity_id, event_date)
+        INNER JOIN unit_entities AS m
+            ON
+                m.bank_id = b
+                AND a.unit_id = m.unit_id
+                AND a.entity_id <> m.entity_id
+        GROUP BY 1, 2, 3
+    ) AS unit_pairs
+    GROUP BY unit_pairs.entity_id_1, unit_pairs.entity_id_2
+    ORDER BY unit_pairs.entity_id_1, unit_pairs.entity_id_2;
+
+    RETURN cardinality(added_units);
 END;
 $$;
 
@@ -241,10 +232,11 @@ BEGIN
     -- each committed row is applied by exactly one flusher, and flushers
     -- never queue up behind each other on the queue.
     IF own_transaction_only THEN
-        -- Rows of this transaction are invisible to everyone else.
+        -- Rows of this transaction are invisible to everyone else. (A
+        -- transaction without an id has queued nothing: none is assigned.)
         SELECT array_agg(q.id) INTO claim_ids
         FROM stats_queue AS q
-        WHERE q.txid = pg_current_xact_id() AND q.bank_id = b;
+        WHERE q.txid = pg_current_xact_id_if_assigned() AND q.bank_id = b;
     ELSE
         SELECT array_agg(s.id) INTO claim_ids
         FROM (
@@ -424,7 +416,7 @@ BEGIN
     -- rows are claimed, so an operator correction never sees a flush half done.
     IF own_transaction_only THEN
         SELECT array_agg(DISTINCT q.bank_id ORDER BY q.bank_id) INTO banks
-        FROM stats_queue AS q WHERE q.txid = pg_current_xact_id();
+        FROM stats_queue AS q WHERE q.txid = pg_current_xact_id_if_assigned();
     ELSIF _flush_queue.bank_id IS NOT NULL THEN
         banks := ARRAY[_flush_queue.bank_id];
     ELSE
@@ -533,19 +525,29 @@ COMMENT ON FUNCTION {{ internal }}._flush_at_commit() IS
 'Internal trigger: at commit, apply the statistics this transaction queued.';
 
 DROP TRIGGER IF EXISTS stats_queue_flush_at_commit ON {{ schema }}.stats_queue;
-CREATE CONSTRAINT TRIGGER stats_queue_flush_at_commit
-AFTER INSERT ON {{ schema }}.stats_queue
-DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW
-WHEN (
-    coalesce(current_setting('entity_resolver.commit_flush_{{ code_version }}', TRUE), '') = ''
-    AND {{ internal }}._request_commit_flush()
-)
-EXECUTE FUNCTION {{ internal }}._flush_at_commit();
+DO $$
+BEGIN
+    -- Distributed (Citus), the trigger would fire at commit on the worker's
+    -- shard, where it cannot find the transaction's banks without asking
+    -- every node: there each call applies its own statistics before it
+    -- returns instead (docs/scaling.md).
+    IF NOT {{ distributed }} THEN
+        CREATE CONSTRAINT TRIGGER stats_queue_flush_at_commit
+        AFTER INSERT ON {{ schema }}.stats_queue
+        DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW
+        WHEN (
+            coalesce(current_setting('entity_resolver.commit_flush_{{ code_version }}', TRUE), '') = ''
+            AND {{ internal }}._request_commit_flush()
+        )
+        EXECUTE FUNCTION {{ internal }}._flush_at_commit();
 
-COMMENT ON TRIGGER stats_queue_flush_at_commit ON {{ schema }}.stats_queue IS
-'Flush at commit: one deferred event per transaction applies the statistics it queued '
-'(SET entity_resolver.flush_at_commit = off to leave them to flush_stats).';
+        COMMENT ON TRIGGER stats_queue_flush_at_commit ON {{ schema }}.stats_queue IS
+        'Flush at commit: one deferred event per transaction applies the statistics it queued '
+        '(SET entity_resolver.flush_at_commit = off to leave them to flush_stats).';
+    END IF;
+END;
+$$;
 
 -- ---------------------------------------------------------------------------
 -- Units: retain, forgetting
@@ -588,46 +590,60 @@ DECLARE
     b text := _forget_units.bank_id;
     n_mentions bigint;
     n_links bigint;
+    gone_entities uuid[];
+    gone_counts bigint[];
+    pair_ids_1 uuid[];
+    pair_ids_2 uuid[];
+    pair_counts bigint[];
 BEGIN
     PERFORM _lock_bank(b);
     -- What the units contributed goes: their provenance (one decrement per
     -- entity) and their links (one decrement per pair and unit). The flush
     -- recomputes the dates from what remains and removes an entity left
-    -- without a mention.
+    -- without a mention. Each step is a statement of its own (arrays carry
+    -- what the previous one removed), so that on Citus it runs whole on the
+    -- bank's shards.
     WITH gone AS (
         DELETE FROM mentions AS m
         WHERE m.bank_id = b AND m.unit_id = ANY(_forget_units.unit_ids)
         RETURNING m.entity_id
-    ),
+    )
 
-    per_entity AS (
+    SELECT
+        array_agg(per_entity.entity_id ORDER BY per_entity.entity_id),
+        array_agg(per_entity.n ORDER BY per_entity.entity_id)
+    INTO gone_entities, gone_counts
+    FROM (
         SELECT
             gone.entity_id,
             count(*) AS n
         FROM gone
         GROUP BY gone.entity_id
-    ),
+    ) AS per_entity;
 
-    queued AS (
-        INSERT INTO stats_queue (bank_id, entity_id, increment, recompute)
-        SELECT
-            b,
-            per_entity.entity_id,
-            -per_entity.n,
-            TRUE
-        FROM per_entity
-        ORDER BY per_entity.entity_id
-    )
-
-    SELECT coalesce(sum(per_entity.n), 0) INTO n_mentions FROM per_entity;
+    INSERT INTO stats_queue (bank_id, entity_id, increment, recompute)
+    SELECT
+        b,
+        g.entity_id,
+        -g.n,
+        TRUE
+    FROM unnest(gone_entities, gone_counts) AS g (entity_id, n)
+    ORDER BY g.entity_id;
+    n_mentions := coalesce((SELECT sum(g.n) FROM unnest(gone_counts) AS g (n)), 0);
 
     WITH unlinked AS (
         DELETE FROM unit_entities AS ue
         WHERE ue.bank_id = b AND ue.unit_id = ANY(_forget_units.unit_ids)
         RETURNING ue.unit_id, ue.entity_id
-    ),
+    )
 
-    pairs AS (
+    SELECT
+        (SELECT count(*) FROM unlinked),
+        array_agg(pairs.entity_id_1 ORDER BY pairs.entity_id_1, pairs.entity_id_2),
+        array_agg(pairs.entity_id_2 ORDER BY pairs.entity_id_1, pairs.entity_id_2),
+        array_agg(pairs.n ORDER BY pairs.entity_id_1, pairs.entity_id_2)
+    INTO n_links, pair_ids_1, pair_ids_2, pair_counts
+    FROM (
         SELECT
             x.entity_id AS entity_id_1,
             y.entity_id AS entity_id_2,
@@ -635,21 +651,18 @@ BEGIN
         FROM unlinked AS x
         INNER JOIN unlinked AS y ON x.unit_id = y.unit_id AND x.entity_id < y.entity_id
         GROUP BY x.entity_id, y.entity_id
-    ),
+    ) AS pairs;
 
-    queued AS (
-        INSERT INTO stats_queue (bank_id, entity_id, entity_id_2, increment, recompute)
-        SELECT
-            b,
-            pairs.entity_id_1,
-            pairs.entity_id_2,
-            -pairs.n,
-            TRUE
-        FROM pairs
-        ORDER BY pairs.entity_id_1, pairs.entity_id_2
-    )
+    INSERT INTO stats_queue (bank_id, entity_id, entity_id_2, increment, recompute)
+    SELECT
+        b,
+        p.entity_id_1,
+        p.entity_id_2,
+        -p.n,
+        TRUE
+    FROM unnest(pair_ids_1, pair_ids_2, pair_counts) AS p (entity_id_1, entity_id_2, n)
+    ORDER BY p.entity_id_1, p.entity_id_2;
 
-    SELECT count(*) INTO n_links FROM unlinked;
     RETURN jsonb_build_object('mentions', n_mentions, 'links', n_links);
 END;
 $$;
@@ -739,6 +752,12 @@ BEGIN
             array_agg(n.event_date::text) AS event_dates
         FROM new_facts AS n
     ) AS f;
+    IF {{ distributed }} THEN
+        -- On Citus this runs on the node of each shard the statement wrote:
+        -- its statistics are applied here, bank by bank (no commit trigger).
+        PERFORM _flush_bank(n.bank_id, TRUE)
+        FROM (SELECT DISTINCT x.bank_id FROM new_facts AS x ORDER BY x.bank_id) AS n;
+    END IF;
     RETURN NULL;
 END;
 $$;
@@ -774,6 +793,9 @@ BEGIN
         ORDER BY o.bank_id
     LOOP
         PERFORM _forget_units(one.bank_id, one.ids);
+        IF {{ distributed }} THEN
+            PERFORM _flush_bank(one.bank_id, TRUE);
+        END IF;
     END LOOP;
     RETURN NULL;
 END;
@@ -805,6 +827,15 @@ BEGIN
     -- TRUNCATE fires no DELETE trigger; before it runs, the facts are still
     -- there to say which units are theirs (units of retain and link_unit
     -- from the caller's own tables are kept).
+    IF {{ distributed }} THEN
+        -- On Citus, TRUNCATE fires this on the coordinator's (empty) table
+        -- and on every shard, on its node: each shard forgets its own facts
+        -- (sql/citus/).
+        IF TG_TABLE_NAME <> 'facts' THEN
+            PERFORM _forget_shard_facts(TG_RELID);
+        END IF;
+        RETURN NULL;
+    END IF;
     FOR one IN
         SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids
         FROM facts AS f

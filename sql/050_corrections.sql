@@ -26,7 +26,7 @@ AS $$
         e.canonical_name,
         coalesce(d.n, 0) = 0 AND NOT e.curated
         AND NOT EXISTS (
-            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = e.bank_id AND ue.entity_id = e.id
+            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _entity_stats.bank_id AND ue.entity_id = e.id
         ),
         e.mention_count + coalesce(q.increment, 0),
         CASE WHEN q.recompute THEN d.first_seen ELSE least(e.first_seen, q.earliest) END,

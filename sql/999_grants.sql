@@ -130,6 +130,11 @@ BEGIN
     IF NOT pg_has_role(target, bank_user, 'MEMBER') THEN
         EXECUTE format('GRANT %I TO %I', bank_user, grant_bank_access.role_name);
     END IF;
+    IF {{ distributed }} THEN
+        -- Distributed (Citus), the policies read no table (sql/citus/):
+        -- the binding is also a membership in the bank's own role.
+        PERFORM _grant_bank_role(grant_bank_access.bank_id, grant_bank_access.role_name);
+    END IF;
 END;
 $$;
 
@@ -154,6 +159,9 @@ BEGIN
     END IF;
     -- Curation of the bank goes with the binding.
     PERFORM _drop_curator_membership(revoke_bank_access.role_name);
+    IF {{ distributed }} THEN
+        PERFORM _revoke_bank_role(revoke_bank_access.bank_id, revoke_bank_access.role_name);
+    END IF;
     -- The last binding gone, the membership goes too (it would give nothing).
     IF NOT EXISTS (SELECT 1 FROM bank_roles AS b WHERE b.role_name = revoke_bank_access.role_name)
         AND EXISTS (
@@ -463,7 +471,8 @@ BEGIN
         IF obj.proname NOT IN (
             '_install_grants', 'grant_bank_access', 'revoke_bank_access', 'grant_curation', 'revoke_curation',
             '_drop_curator_membership',
-            '_install_render', '_install_execute', '_apply_migration'
+            '_install_render', '_install_execute', '_apply_migration',
+            '_install_distribute', '_grant_bank_role', '_revoke_bank_role', '_forget_shard_facts'
         ) THEN
             EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %s', obj.fn, both_roles);
         END IF;
@@ -479,6 +488,16 @@ BEGIN
     visible := format(
         'bank_id IN (SELECT b.bank_id FROM %I.bank_roles AS b WHERE b.%s)', s, own_binding
     );
+    IF {{ distributed }} THEN
+        -- Citus refuses a policy with a subquery on a distributed table, and
+        -- a policy function reading a table would run a distributed query on
+        -- a shard: distributed, the predicates read only the catalog (a role
+        -- per bank, granted by grant_bank_access; sql/citus/).
+        marker := format('entity_resolver bank isolation v1 distributed (%s, %s)', everything, bank_user);
+        own_binding := 'coalesce(pg_catalog.pg_has_role(pg_catalog.to_regrole('
+            || 'pg_catalog.quote_ident(role_name))::pg_catalog.oid, ''USAGE''), false)';
+        visible := format('%I._may_use_bank(bank_id)', internal);
+    END IF;
     FOR obj IN
         SELECT c.oid::regclass AS rel, c.relname, c.relrowsecurity
         FROM pg_class AS c
@@ -529,6 +548,9 @@ BEGIN
     -- without a mention and not curated. Restrictive: it narrows every
     -- permissive policy above instead of widening one.
     marker := format('entity_resolver orphans only v2 (%s, %s)', everything, bank_user);
+    IF {{ distributed }} THEN
+        marker := format('entity_resolver orphans only v2 distributed (%s, %s)', everything, bank_user);
+    END IF;
     IF NOT EXISTS (
         SELECT 1
         FROM pg_policy AS p
@@ -538,14 +560,22 @@ BEGIN
             AND obj_description(p.oid, 'pg_policy') = marker
     ) THEN
         EXECUTE format('DROP POLICY IF EXISTS orphans_only ON %I.entities', s);
-        EXECUTE format(
-            'CREATE POLICY orphans_only ON %I.entities AS RESTRICTIVE FOR DELETE TO %s'
-            ' USING (NOT curated AND NOT EXISTS (SELECT 1 FROM %I.mentions AS m'
-            ' WHERE m.bank_id = entities.bank_id AND m.entity_id = entities.id)'
-            ' AND NOT EXISTS (SELECT 1 FROM %I.unit_entities AS ue'
-            ' WHERE ue.bank_id = entities.bank_id AND ue.entity_id = entities.id))',
-            s, both_roles, s, s
-        );
+        IF {{ distributed }} THEN
+            -- No subquery on Citus (above): what is left is the curated flag.
+            EXECUTE format(
+                'CREATE POLICY orphans_only ON %I.entities AS RESTRICTIVE FOR DELETE TO %s USING (NOT curated)',
+                s, both_roles
+            );
+        ELSE
+            EXECUTE format(
+                'CREATE POLICY orphans_only ON %I.entities AS RESTRICTIVE FOR DELETE TO %s'
+                ' USING (NOT curated AND NOT EXISTS (SELECT 1 FROM %I.mentions AS m'
+                ' WHERE m.bank_id = entities.bank_id AND m.entity_id = entities.id)'
+                ' AND NOT EXISTS (SELECT 1 FROM %I.unit_entities AS ue'
+                ' WHERE ue.bank_id = entities.bank_id AND ue.entity_id = entities.id))',
+                s, both_roles, s, s
+            );
+        END IF;
         EXECUTE format('COMMENT ON POLICY orphans_only ON %I.entities IS %L', s, marker);
     END IF;
 END;

@@ -29,6 +29,12 @@ build expands it into the PL/Python function ``<internal>.<name>_py`` (with
 the module-loading prologue) and a PL/pgSQL function of the declared name that
 calls it and re-raises any error without PL/Python's exception prefix and
 traceback.
+
+``install --distributed`` (a Citus coordinator) runs a flavour of the same
+script (``distributed=True``): ``{{ distributed }}`` renders TRUE, the files of
+sql/citus/ join sql/'s, and every public function of a bank is delegated to
+the node holding the bank (:func:`delegate_bank_functions`). The single-node
+script and the extension files are the ``distributed=False`` flavour.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 EXTENSION = "entity_resolver"
 DEFAULT_SCHEMA = "entity_resolver"
 RUNTIME_TOKENS = ("trgm_schema", "name_collation")
-STATIC_TOKENS = ("schema", "schema_literal", "internal", "search_path", "code_version")
+STATIC_TOKENS = ("schema", "schema_literal", "internal", "search_path", "code_version", "distributed")
 
 
 class BuildError(RuntimeError):
@@ -94,6 +100,13 @@ def sql_sources(base: Optional[Path] = None) -> List[Tuple[str, str]]:
     """The idempotent files, in filename order (the order they are applied in)."""
     base = base or data_dir()
     return [(p.name, p.read_text(encoding="utf-8")) for p in sorted((base / "sql").glob("*.sql"))]
+
+
+def citus_sources(base: Optional[Path] = None) -> List[Tuple[str, str]]:
+    """The idempotent files only a distributed installation runs (sql/citus/), after sql/."""
+    base = base or data_dir()
+    return [("citus/" + p.name, p.read_text(encoding="utf-8"))
+            for p in sorted((base / "sql" / "citus").glob("*.sql"))]
 
 
 # CPython 3.11 keeps ast.parse's recursion counter in shared state: two threads
@@ -159,7 +172,7 @@ def code_version(schema: str = DEFAULT_SCHEMA, base: Optional[Path] = None) -> s
     base = base or data_dir()
     h = hashlib.sha256(schema.encode())
     data = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((base / "data").glob("*.tsv"))]
-    for name, text in module_sources(base) + sql_sources(base) + data:
+    for name, text in module_sources(base) + sql_sources(base) + citus_sources(base) + data:
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
     return h.hexdigest()[:16]
 
@@ -208,7 +221,7 @@ def internal_schema(schema: str) -> str:
     return "er_" + hashlib.md5(schema.encode()).hexdigest()[:16] + "_internal"
 
 
-def static_values(schema: str, base: Optional[Path] = None) -> Dict[str, str]:
+def static_values(schema: str, base: Optional[Path] = None, distributed: bool = False) -> Dict[str, str]:
     schema_ident = quote_ident(schema)
     internal_ident = quote_ident(internal_schema(schema))
     return {
@@ -217,6 +230,9 @@ def static_values(schema: str, base: Optional[Path] = None) -> Dict[str, str]:
         "internal": internal_ident,
         "search_path": f"{schema_ident}, {internal_ident}, pg_catalog, pg_temp",
         "code_version": code_version(schema, base),
+        # TRUE in the script of install --distributed (a Citus coordinator):
+        # the few statements that differ there test it (docs/scaling.md).
+        "distributed": "TRUE" if distributed else "FALSE",
     }
 
 
@@ -531,24 +547,35 @@ def _modules_sql(modules: List[Tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optional[int] = None,
-           base: Optional[Path] = None, version: Optional[str] = None) -> str:
-    """The whole installation script for ``schema``.
+@dataclass(frozen=True)
+class Part:
+    """A piece of the script: SQL to run, or one incremental migration (rendered)."""
 
-    ``extension``: the flavor for CREATE EXTENSION (config tables marked for
-    pg_dump; refuses to run from psql). ``upto``: stop after that migration,
-    without the idempotent files (an old installation, for upgrade tests).
+    text: str
+    migration: Optional[Migration] = None
+    body: str = ""   # a migration's rendered body (what _apply_migration executes)
+
+
+def script_parts(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optional[int] = None,
+                 base: Optional[Path] = None, version: Optional[str] = None,
+                 distributed: bool = False) -> List[Part]:
+    """The script as its parts, in order (:func:`script` joins them).
+
+    ``distributed``: the flavour of ``install --distributed`` (a Citus
+    coordinator): ``{{ distributed }}`` renders TRUE, the files of sql/citus/
+    follow sql/, and every public function of a bank is delegated to the
+    node holding the bank (:func:`delegate_bank_functions`).
     """
     base = base or data_dir()
-    values = static_values(schema, base)
+    values = static_values(schema, base, distributed)
     version = version or package_version(base)
-    parts = [
+    parts = [Part(
         f"-- entity_resolver {version}: generated by src/entity_resolver/build.py from migrations/, sql/ and\n"
         "-- plpython/ (edit those, not this file).\n"
-    ]
+    )]
     if extension:
-        parts.append('\\echo Use "CREATE EXTENSION entity_resolver" to load this file. \\quit\n')
-    parts.append(render(
+        parts.append(Part('\\echo Use "CREATE EXTENSION entity_resolver" to load this file. \\quit\n'))
+    parts.append(Part(render(
         # The script's own statements qualify our names and run our functions,
         # which pin their search_path: nothing here may come from public or
         # a temporary schema (pgspot checks the script under this path).
@@ -556,28 +583,328 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
         "SET LOCAL search_path = pg_catalog, pg_temp;\n"
         "SELECT pg_advisory_xact_lock(7310447224051);\n"
         "CREATE SCHEMA IF NOT EXISTS {{ schema }};\n"
-        "CREATE SCHEMA IF NOT EXISTS {{ internal }};\n", values))
-    parts.append(render(_PREAMBLE, values))
+        "CREATE SCHEMA IF NOT EXISTS {{ internal }};\n", values)))
+    parts.append(Part(render(_PREAMBLE, values)))
     for m in migrations(base):
         if upto is not None and m.version > upto:
             break
         body = render(m.text, values)
-        parts.append(
+        parts.append(Part(
             f"SELECT {values['internal']}._apply_migration({m.version}, '{m.name}', '{m.checksum}',\n"
-            f"{dollar_quote(body, 'er_migration')});\n"
-        )
+            f"{dollar_quote(body, 'er_migration')});\n", m, body))
     if upto is None:
-        parts.append(render(_modules_sql(module_sources(base)), values))
-        parts.append(render(_name_data_sql(base), values))
-        for name, text in sql_sources(base):
-            body = render(expand_entry_points(text, values["code_version"]), values)
+        parts.append(Part(render(_modules_sql(module_sources(base)), values)))
+        parts.append(Part(render(_name_data_sql(base), values)))
+        # sql/citus/ files take their place among sql/'s by file name.
+        sources = sorted(sql_sources(base) + (citus_sources(base) if distributed else []),
+                         key=lambda source: source[0].rsplit("/", 1)[-1])
+        for name, text in sources:
+            body = expand_entry_points(text, values["code_version"])
+            if distributed and not name.startswith("citus/"):
+                body = delegate_bank_functions(sql_functions_to_plpgsql(body))
+            body = render(body, values)
             if has_runtime_tokens(body):
                 body = (f"SELECT {values['internal']}._install_execute(\n"
                         f"{dollar_quote(body, 'er_sql')});\n")
-            parts.append(f"-- sql/{name}\n{body}")
+            parts.append(Part(f"-- sql/{name}\n{body}"))
     if extension:
-        parts.append(render(_CONFIG_DUMP, values))
-    return "\n".join(parts)
+        parts.append(Part(render(_CONFIG_DUMP, values)))
+    return parts
+
+
+def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optional[int] = None,
+           base: Optional[Path] = None, version: Optional[str] = None, distributed: bool = False) -> str:
+    """The whole installation script for ``schema``.
+
+    ``extension``: the flavor for CREATE EXTENSION (config tables marked for
+    pg_dump; refuses to run from psql). ``upto``: stop after that migration,
+    without the idempotent files (an old installation, for upgrade tests).
+    ``distributed``: the flavour for a Citus coordinator (see script_parts).
+    """
+    return "\n".join(part.text for part in script_parts(
+        schema, extension=extension, upto=upto, base=base, version=version, distributed=distributed))
+
+
+# -- the distributed flavour (Citus) ----------------------------------------------
+
+# Public functions of a bank that stay on the coordinator: they change roles,
+# which only the coordinator propagates to the workers.
+COORDINATOR_FUNCTIONS = ("grant_bank_access", "revoke_bank_access")
+# Public functions whose coordinator side is written by hand in sql/citus/
+# (flush_stats(NULL) flushes every bank: one delegated call per bank).
+HANDWRITTEN_WRAPPERS = ("flush_stats",)
+
+# A public function whose first argument is the bank: its header, up to the body.
+_BANK_FUNCTION = re.compile(
+    r"CREATE OR REPLACE FUNCTION \{\{ schema \}\}\.(?P<name>\w+)\("
+    r"(?P<args>\s*bank_id text\b[^;]*?)\)\s*\n"
+    r"RETURNS (?P<returns>[^;]*?)\n"
+    r"LANGUAGE (?P<language>\w+)\n"
+    r"(?P<options>(?:(?!AS )[^\n]*\n)*?)"
+    r"AS \$",
+    re.S,
+)
+
+
+def _volatility(options: str) -> str:
+    for word in ("IMMUTABLE", "STABLE"):
+        if re.search(rf"^{word}$", options, re.M):
+            return word
+    return "VOLATILE"
+
+
+def _table_columns(returns: str) -> Optional[List[_Arg]]:
+    """The columns of ``TABLE (...)``; None for a scalar result."""
+    m = re.fullmatch(r"TABLE\s*\((.*)\)", returns.strip(), re.S)
+    return _parse_args(m.group(1)) if m else None
+
+
+def _pack(name: str, args: List[_Arg]) -> str:
+    """The jsonb the coordinator sends for the arguments after bank_id.
+
+    Types cross as JSON: numbers, text, uuids; timestamps in ISO 8601 (what
+    jsonb makes of them, whatever DateStyle either side has); arrays as their
+    text form. A jsonb argument that is SQL NULL is left out (a JSON null is
+    a value of its own).
+    """
+    plain, optional = [], []
+    for a in args:
+        ref = f"{name}.{a.name}"
+        if a.type == "jsonb":
+            optional.append(f"CASE WHEN {ref} IS NULL THEN '{{}}'::jsonb "
+                            f"ELSE jsonb_build_object('{a.name}', {ref}) END")
+        elif a.type.endswith("[]"):
+            plain.append(f"'{a.name}', {ref}::text")
+        else:
+            plain.append(f"'{a.name}', {ref}")
+    return " || ".join([f"jsonb_build_object({', '.join(plain)})"] + optional)
+
+
+def _unpack(a: _Arg) -> str:
+    if a.type == "jsonb":
+        return f"args -> '{a.name}'"
+    return f"(args ->> '{a.name}')::{a.type}"
+
+
+def _delegated_sql(name: str, args: List[_Arg], returns: str, volatility: str, writes: bool,
+                   wrapper: bool) -> str:
+    """The delegated function of ``name`` and (unless written by hand) its coordinator wrapper."""
+    rest = args[1:]
+    columns = _table_columns(returns)
+    impl = f"{{{{ internal }}}}.{name}_impl"
+    call = f"{impl}(bank_id{''.join(', ' + _unpack(a) for a in rest)})"
+    if columns is not None:
+        result = (f"SELECT coalesce(jsonb_agg(to_jsonb(r) - 'ordinality' ORDER BY r.ordinality), '[]'::jsonb)\n"
+                  f"    INTO result\n    FROM {call} WITH ORDINALITY AS r;")
+    elif returns.strip() == "void":
+        result = f"PERFORM {call};\n    result := '[]'::jsonb;"
+    else:
+        result = f"SELECT jsonb_build_array(r) INTO result FROM {call} AS r;"
+    flush = ("\n    -- Statistics are exact when the call returns: its own rows are applied on\n"
+             "    -- the bank's node (a deferred trigger cannot flush them at commit there).\n"
+             "    PERFORM _flush_bank(bank_id, TRUE);") if writes else ""
+    out = (
+        f"CREATE OR REPLACE FUNCTION {{{{ internal }}}}.{name}_delegated(bank_id text, args jsonb)\n"
+        f"RETURNS jsonb\nLANGUAGE plpgsql\n{volatility}\nSTRICT\nSECURITY INVOKER\n"
+        f"SET search_path = {{{{ search_path }}}}\n"
+        f"AS $$\nDECLARE\n    result jsonb;\nBEGIN\n    {result}{flush}\n    RETURN result;\nEND;\n$$;\n\n"
+        f"COMMENT ON FUNCTION {{{{ internal }}}}.{name}_delegated(text, jsonb) IS\n"
+        f"'Internal (generated, distributed): runs {name} on the node holding the bank; called by "
+        f"{name} on the coordinator. STRICT: a NULL bank never reaches the Citus planner.';\n"
+    )
+    if not wrapper:
+        return out
+    signature = ", ".join(a.type for a in args)
+    header = ",\n    ".join(f"{a.name} {a.type}" + (f" DEFAULT {a.default}" if a.default else "") for a in args)
+    if columns is not None:
+        ret = ("RETURN QUERY SELECT * FROM jsonb_to_recordset(result) AS x ("
+               + ", ".join(f"{c.name} {c.type}" for c in columns) + ");")
+    elif returns.strip() == "void":
+        ret = "RETURN;"
+    elif returns.strip() == "jsonb":
+        ret = "RETURN CASE WHEN jsonb_typeof(result -> 0) = 'null' THEN NULL ELSE result -> 0 END;"
+    else:
+        ret = f"RETURN (result ->> 0)::{returns.strip()};"
+    out += (
+        f"\nCREATE OR REPLACE FUNCTION {{{{ schema }}}}.{name}(\n    {header}\n)\n"
+        f"RETURNS {returns}\nLANGUAGE plpgsql\n{volatility}\nSECURITY INVOKER\n"
+        f"SET search_path = {{{{ search_path }}}}\n"
+        f"AS $$\nDECLARE\n    result jsonb;\nBEGIN\n"
+        f"    -- Checked here, on the coordinator: Citus 13.2 crashes the server planning\n"
+        f"    -- a delegated call whose bank is NULL (citusdata/citus#7242).\n"
+        f"    PERFORM check_bank_id({name}.bank_id);\n"
+        f"    SELECT r INTO result FROM {{{{ internal }}}}.{name}_delegated({name}.bank_id, {_pack(name, rest)}) AS r;\n"
+        f"    {ret}\nEND;\n$$;\n\n"
+        f"COMMENT ON FUNCTION {{{{ schema }}}}.{name}({signature}) IS\n"
+        f"'See {{{{ internal }}}}.{name}_impl (distributed: the call runs on the node holding the bank).';\n"
+    )
+    return out
+
+
+def delegate_bank_functions(text: str) -> str:
+    """Distributed flavour of an idempotent file: each public function of a bank runs on its node.
+
+    A public function whose first argument is ``bank_id text`` becomes
+    ``<internal>.<name>_impl`` (same body: the single-node implementation),
+    and two functions are added after it: ``<internal>.<name>_delegated(bank_id,
+    args jsonb)``, which Citus delegates to the node holding the bank (it
+    calls the implementation there and, for a function that writes, applies
+    the call's statistics), and a public ``<name>`` of the original signature
+    that checks the bank on the coordinator and calls it. The delegated
+    function is STRICT and returns one jsonb: a NULL bank is folded away by
+    the planner before Citus plans the delegation, and the other arguments
+    travel as one non-NULL value.
+    """
+    generated: List[str] = []
+
+    def rename(m: re.Match) -> str:
+        name = m.group("name")
+        if name in COORDINATOR_FUNCTIONS:
+            return m.group(0)
+        args = _parse_args(m.group("args"))
+        volatility = _volatility(m.group("options"))
+        generated.append(_delegated_sql(name, args, m.group("returns"), volatility,
+                                        writes=volatility == "VOLATILE", wrapper=name not in HANDWRITTEN_WRAPPERS))
+        return m.group(0).replace("{{ schema }}." + name + "(", "{{ internal }}." + name + "_impl(", 1)
+
+    body = _BANK_FUNCTION.sub(rename, text)
+    for name in re.findall(r"CREATE OR REPLACE FUNCTION \{\{ internal \}\}\.(\w+)_impl\(", body):
+        body = _rename_in_body(body, name)
+        body = re.sub(r"COMMENT ON FUNCTION \{\{ schema \}\}\." + name + r"\(",
+                      "COMMENT ON FUNCTION {{ internal }}." + name + "_impl(", body)
+    return body + ("\n-- Distributed (generated by build.delegate_bank_functions)\n\n" + "\n".join(generated)
+                   if generated else "")
+
+
+# A SQL-language function whose body reads a table, up to its body's opening quote.
+_SQL_FUNCTION = re.compile(
+    r"CREATE OR REPLACE FUNCTION (?P<qual>\{\{ (?:schema|internal) \}\})\.(?P<name>\w+)\("
+    r"(?P<args>[^;]*?)\)\s*\n"
+    r"RETURNS (?P<returns>[^;]*?)\n"
+    r"LANGUAGE sql\n"
+    r"(?P<options>(?:(?!AS )[^\n]*\n)*?)"
+    r"AS (?P<tag>\$\w*\$)",
+    re.S,
+)
+
+
+def sql_functions_to_plpgsql(text: str) -> str:
+    """Distributed flavour: a SQL-language function that reads a table becomes PL/pgSQL.
+
+    Citus cannot plan the statement of a SQL-language function that reads a
+    distributed table with the function's arguments (XX000 could not create
+    distributed plan; "Consider using PL/pgSQL functions instead"). The body
+    stays the same statement, returned by ``RETURN QUERY`` (a set) or
+    ``RETURN (...)`` (a value); a column of a table wins over an output
+    column of the same name, as in SQL.
+    """
+    out, pos = [], 0
+    for m in _SQL_FUNCTION.finditer(text):
+        tag = m.group("tag")
+        end = text.find(tag, m.end())
+        if end < 0:
+            raise BuildError(f"unterminated body of {m.group('name')}")
+        body = text[m.end():end]
+        if not re.search(r"\bFROM\b", body):
+            continue  # no table: it may stay inlinable SQL
+        statements = split_statements(body)
+        if len(statements) != 1:
+            raise BuildError(f"{m.group('name')}: a SQL function of one statement is expected, "
+                             f"found {len(statements)}")
+        returns = m.group("returns").strip()
+        columns = _table_columns(returns)
+        if columns is not None:
+            # RETURN QUERY takes no assignment casts (a SQL function does):
+            # each column is cast to its declared type.
+            names = ", ".join(f"c{i}" for i in range(1, len(columns) + 1))
+            casts = ", ".join(f"x.c{i}::{c.type}" for i, c in enumerate(columns, 1))
+            statement = f"RETURN QUERY SELECT {casts} FROM (\n{statements[0]}\n) AS x ({names});"
+        elif returns.startswith("SETOF"):
+            statement = f"RETURN QUERY\n{statements[0]};"
+        else:
+            statement = f"RETURN (\n{statements[0]}\n);"
+        header = text[m.start():m.end()].replace("\nLANGUAGE sql\n", "\nLANGUAGE plpgsql\n", 1)
+        out.append(text[pos:m.start()])
+        out.append(f"{header}\n#variable_conflict use_column\nBEGIN\n{statement}\nEND;\n")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _rename_in_body(text: str, name: str) -> str:
+    """In the body of ``<name>_impl``, arguments qualified by the old name (``name.arg``) take the new one."""
+    m = re.search(r"CREATE OR REPLACE FUNCTION \{\{ internal \}\}\." + name + r"_impl\(.*?\nAS (\$\w*\$)", text, re.S)
+    if m is None:
+        raise BuildError(f"cannot find the body of {name}")
+    tag = m.group(1)
+    end = text.find(tag, m.end())
+    if end < 0:
+        raise BuildError(f"unterminated body of {name}")
+    body = re.sub(r"(?<![\w.])" + name + r"\.", name + "_impl.", text[m.end():end])
+    return text[:m.end()] + body + text[end:]
+
+
+def split_statements(text: str) -> List[str]:
+    """The statements of a script, in order, each without its semicolon.
+
+    Citus forwards a DDL statement to the shards as the query string it came
+    in, and a string of several statements is refused there (42601): a
+    distributed installation sends its script one statement at a time.
+    Quotes, dollar quotes and comments are respected; statements that are
+    only comments are dropped.
+    """
+    out: List[str] = []
+    start, i, n, code = 0, 0, len(text), False
+    while i < n:
+        c = text[i]
+        if text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        if text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            continue
+        if c in "'\"":
+            backslash = c == "'" and i > 0 and text[i - 1] in "eE" and (
+                i < 2 or not (text[i - 2].isalnum() or text[i - 2] in "_$"))
+            i += 1
+            while i < n:
+                if backslash and text[i] == "\\":
+                    i += 2
+                    continue
+                if text[i] == c:
+                    if text.startswith(c * 2, i):
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i, code = i + 1, True
+            continue
+        if c == "$" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_$")):
+            m = re.match(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$", text[i:])
+            if m:
+                j = text.find(m.group(0), i + len(m.group(0)))
+                if j < 0:
+                    raise BuildError(f"unterminated dollar quote {m.group(0)} in the script")
+                i, code = j + len(m.group(0)), True
+                continue
+        if c == ";":
+            if code:
+                out.append(text[start:i].strip())
+            start, code = i + 1, False
+        elif not c.isspace():
+            code = True
+        i += 1
+    if code and text[start:].strip():
+        out.append(text[start:].strip())
+    return out
 
 
 # Tenant tables' rows belong to the user: pg_dump dumps them (extension member

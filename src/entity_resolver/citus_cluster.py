@@ -8,7 +8,7 @@ is made distributed with :meth:`CitusCluster.create_database`: the database on
 every node, ``CREATE EXTENSION citus`` in each, and the workers registered on
 the coordinator.
 
-It lives in the package, not under tests/, so that the planned
+It lives in the package, not under tests/, so that
 ``entity-resolver bench --citus`` can start one as well; a production cluster
 is the user's own (Citus's packages or a managed service), which
 ``install --distributed`` only connects to.
@@ -45,6 +45,27 @@ CITUS_SETTINGS = {
 }
 
 
+def server_parameters(bindir: Path) -> set[str]:
+    """Names of the configuration parameters the server binaries in ``bindir`` know."""
+    try:
+        out = subprocess.run([str(bindir / "postgres"), "--describe-config"], check=True, capture_output=True,
+                             text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return set()
+    return {line.split("\t", 1)[0] for line in out.splitlines() if line}
+
+
+def node_settings(bindir: Path) -> dict[str, str]:
+    """CITUS_SETTINGS, and what this server's release needs beyond them."""
+    settings = dict(CITUS_SETTINGS)
+    if "output_plugin_libraries" in server_parameters(bindir):
+        # Releases that list the logical decoding plugins replication may use
+        # (PostgreSQL 15.20 has it): Citus splits shards (tenant isolation)
+        # through a decoder of its own.
+        settings["output_plugin_libraries"] = "'pgoutput, test_decoding, citus'"
+    return settings
+
+
 def citus_installed(bindir: Path | None = None) -> bool:
     """Whether the server binaries in ``bindir`` have the Citus extension's files."""
     bindir = bindir or find_bindir()
@@ -77,13 +98,14 @@ class CitusCluster:
         # The server user must reach its directories under root.
         self.root.chmod(0o755)
         self.fsync = fsync
+        self.settings = node_settings(self.bindir)
         self.coordinator = self._node("coordinator")
         self.workers = [self._node(f"worker{i}") for i in range(1, workers + 1)]
         self.databases: list[str] = []
 
     def _node(self, name: str) -> EmbeddedCluster:
         return EmbeddedCluster(datadir=self.root / name / "pgdata", fsync=self.fsync,
-                               extra_settings=dict(CITUS_SETTINGS))
+                               extra_settings=dict(self.settings))
 
     @property
     def nodes(self) -> list[EmbeddedCluster]:
@@ -140,14 +162,19 @@ class CitusCluster:
     def _add_node(conn: psycopg.Connection, worker: EmbeddedCluster) -> None:
         conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
 
+    def start_worker(self) -> EmbeddedCluster:
+        """Start one more node, with no database and known to no coordinator (an operator's new machine)."""
+        worker = self._node(f"worker{len(self.workers) + 1}")
+        worker.start()
+        self.workers.append(worker)
+        return worker
+
     def add_worker(self) -> EmbeddedCluster:
         """Start one more worker and register it in every Citus database of the cluster.
 
         Holds no shards until the shards are rebalanced (citus_rebalance_start).
         """
-        worker = self._node(f"worker{len(self.workers) + 1}")
-        worker.start()
-        self.workers.append(worker)
+        worker = self.start_worker()
         for dbname in self.databases:
             worker.ensure_database(dbname)
             with psycopg.connect(worker.dsn(dbname), autocommit=True) as conn:

@@ -49,8 +49,8 @@ from entity_resolver import __version__
 from entity_resolver import importer as importer_mod
 from entity_resolver.client import Client, dumps, to_jsonable
 from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
-from entity_resolver.install import (InstallError, code_version, install, installed_code_version,
-                                     installed_version, is_current)
+from entity_resolver.install import (DEFAULT_SHARD_COUNT, InstallError, code_version, install,
+                                     installed_code_version, installed_version, is_current)
 from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict
 
 EMBEDDED_DB = "entity_resolver"
@@ -258,10 +258,19 @@ def _require_bank(er: Client, bank: str) -> None:
 @app.command("install")
 @_handled
 def install_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver",
-                data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+                data_dir: DataDirOpt = None, as_json: JsonOpt = False,
+                distributed: Annotated[bool, typer.Option(
+                    "--distributed", help="On a Citus coordinator: distribute the banks over the workers "
+                    "(docs/scaling.md). A distributed installation stays distributed on later installs.")] = False,
+                shard_count: Annotated[int, typer.Option(
+                    "--shard-count", min=1, max=64000,
+                    help="With --distributed: shards per table, when the tables are distributed the first time.")
+                ] = DEFAULT_SHARD_COUNT) -> None:
     """Install or upgrade entity_resolver in a database (idempotent)."""
     import warnings
 
+    if distributed and not dsn:
+        raise CliError("--distributed: needs --dsn (the Citus coordinator); the embedded cluster is single-node")
     if dsn:
         conn = psycopg.connect(dsn, autocommit=True)
     else:
@@ -270,12 +279,13 @@ def install_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver",
         before = installed_version(conn, schema)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = install(conn, schema)
+            report = install(conn, schema, distributed=True if distributed else None, shard_count=shard_count)
         where = f"{conn.info.dbname} on {conn.info.host}:{conn.info.port}"
     if as_json:
         _print_json({"schema": report.schema, "database": where, "previous_version": before,
                      "version": report.version, "applied_migrations": report.applied_migrations,
-                     "code_version": report.code_version, "warnings": report.warnings})
+                     "code_version": report.code_version, "warnings": report.warnings,
+                     "distributed": report.distributed})
         return
     out = _out()
     if report.applied_migrations:
@@ -285,6 +295,11 @@ def install_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver",
     else:
         out.print(f"entity_resolver in schema {report.schema} of {where} is at version "
                   f"{report.version}; functions re-applied (code {report.code_version})")
+    if report.distributed is not None:
+        done = report.distributed
+        out.print(f"distributed by bank over the Citus workers: {len(done['tables'])} tables, "
+                  f"{len(done['reference_tables'])} reference tables and {len(done['functions'])} functions "
+                  f"distributed now (the rest already were)")
     for w in report.warnings:
         _err().print(Text(f"warning: {w}", style="yellow"))
 
@@ -925,6 +940,22 @@ def eval_cmd(
         print(format_report(result))
 
 
+def _citus_bench(seconds: float, out: Optional[Path], as_json: bool) -> None:
+    """bench --citus: bench/citus.py's run_citus_bench, reported."""
+    _checkout_bench()  # the tooling is importable from here on
+    from bench.citus import markdown, run_citus_bench
+
+    err = _err()
+    result = run_citus_bench(seconds=seconds, out=out,
+                             progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
+    if as_json:
+        _print_json(result)
+        return
+    print(markdown(result))
+    if out is not None:
+        _out().print(f"figures written into {out}")
+
+
 def _checkout_bench() -> Callable[..., Dict[str, Any]]:
     """``run_bench`` of the repository's bench/ tooling, imported only when asked for."""
     # The benchmark is tooling at the top of the repository, not part of the
@@ -953,9 +984,15 @@ def bench_cmd(
     keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
     imports: Annotated[bool, typer.Option("--imports/--no-imports", help="Also time imports: default batch, "
                                           "batch 1 and the 0.1.0 release (about 2 minutes).")] = True,
+    citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
+                                        "workers on this machine (per-call delegation cost, facts/s); figures into "
+                                        "docs/scaling.md. Needs Citus installed (make citus).")] = False,
     dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Time resolution and the write path on generated banks (scratch database; repository checkout only)."""
+    if citus:
+        _citus_bench(writer_seconds, None if no_out else Path("docs/scaling.md"), as_json)
+        return
     run_bench = _checkout_bench()
     try:
         parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]

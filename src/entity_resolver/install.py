@@ -30,6 +30,10 @@ from entity_resolver.build import (BuildError, code_version, data_dir, internal_
                                    migrations, package_version)
 
 INSTALL_LOCK = 7_310_447_224_051  # pg_advisory_xact_lock key for installers (also in the script)
+# Shards per distributed table when install --distributed distributes them:
+# well above the number of workers, so that banks can be rebalanced onto new
+# ones shard by shard (docs/scaling.md).
+DEFAULT_SHARD_COUNT = 32
 
 
 class InstallError(RuntimeError):
@@ -50,6 +54,9 @@ class InstallReport:
     # "installer" (this module) or "extension" (CREATE EXTENSION, found installed)
     method: str = "installer"
     changed: bool = True
+    # install --distributed: what was distributed now ({"tables": [...],
+    # "reference_tables": [...], "functions": [...]}); None when not distributed.
+    distributed: Optional[dict] = None
 
 
 def extension_available(conn: psycopg.Connection, name: str) -> bool:
@@ -207,22 +214,67 @@ def installed_by_extension(conn: psycopg.Connection, schema: str = "entity_resol
     return row[0] if row else None
 
 
+def citus_version(conn: psycopg.Connection) -> Optional[str]:
+    """The version of the Citus extension in this database, None without Citus."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'").fetchone()
+    return row[0] if row else None
+
+
+def is_distributed(conn: psycopg.Connection, schema: str = "entity_resolver") -> bool:
+    """True iff entity_resolver in ``schema`` was installed with ``distributed=True`` (its banks table is distributed)."""
+    if citus_version(conn) is None:
+        return False
+    return conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass(format('%%I.banks', %s::text)))",
+        (schema,)).fetchone()[0]
+
+
+def _check_citus(conn: psycopg.Connection, schema: str) -> None:
+    """Refuse a distributed installation where it cannot be made; nothing is changed."""
+    version = citus_version(conn)
+    if version is None:
+        available = extension_available(conn, "citus")
+        raise InstallError(
+            "install --distributed needs a Citus coordinator: this database has no citus extension"
+            + ("" if available else " (and the server has no Citus installed)")
+            + "; install Citus on every node (its packages), add shared_preload_libraries = 'citus', "
+              "CREATE EXTENSION citus in the database and add the workers (citus_add_node); "
+              "nothing was changed")
+    coordinator, nodes = conn.execute(
+        "SELECT citus_is_coordinator(), (SELECT count(*) FROM pg_dist_node"
+        " WHERE isactive AND noderole = 'primary' AND shouldhaveshards)").fetchone()
+    if not coordinator:
+        raise InstallError("install --distributed must run on the Citus coordinator, not on a worker; "
+                           "nothing was changed")
+    if nodes == 0:
+        raise InstallError("the Citus cluster has no node for shards: add the workers first "
+                           "(SELECT citus_add_node(host, port)); nothing was changed")
+
+
 def install(
     conn: psycopg.Connection,
     schema: str = "entity_resolver",
     *,
     upto: Optional[int] = None,
     base: Optional[Path] = None,
+    distributed: Optional[bool] = None,
+    shard_count: int = DEFAULT_SHARD_COUNT,
 ) -> InstallReport:
     """Install or upgrade entity_resolver in ``schema`` by running the build script; idempotent.
 
     ``upto`` stops after that migration and skips the idempotent files (which
     target the newest schema): it reproduces an old installation's tables so
     that upgrades can be tested step by step.
+    ``distributed``: True installs on a Citus coordinator and distributes the
+    banks over the workers (docs/scaling.md); False refuses a distributed
+    installation; None (the default) keeps what the installation is.
+    ``shard_count`` applies when the tables are distributed the first time.
     The connection is used in autocommit mode and returned as it was.
     """
     if not isinstance(schema, str) or not schema.strip() or len(schema.encode()) > 63:
         raise InstallError("schema: must be a non-empty name of at most 63 bytes")
+    if not isinstance(shard_count, int) or not 1 <= shard_count <= 64000:
+        raise InstallError("shard_count: must be an integer from 1 to 64000")
     base = base or data_dir()
     report = InstallReport(schema=schema)
     previous_autocommit = conn.autocommit
@@ -230,6 +282,18 @@ def install(
         raise InstallError("install() needs a connection that is not inside a transaction")
     conn.autocommit = True
     try:
+        already = is_distributed(conn, schema)
+        if distributed is None:
+            distributed = already
+        elif already and not distributed:
+            raise InstallError(
+                f"entity_resolver in schema {schema} is distributed over a Citus cluster: install it with "
+                f"distributed=True (entity-resolver install --distributed); a distributed installation "
+                f"cannot be made single-node again in place")
+        if distributed:
+            if upto is not None:
+                raise InstallError("upto: not with distributed=True (it builds old single-node installations)")
+            _check_citus(conn, schema)
         extension_version = installed_by_extension(conn, schema)
         if extension_version is not None:
             report.method = "extension"
@@ -252,14 +316,20 @@ def install(
             report.warnings.append(warning)
             warnings.warn(warning, LocaleWarning, stacklevel=2)
         try:
-            text = build.script(schema, upto=upto, base=base)
+            if distributed:
+                parts = build.script_parts(schema, base=base, distributed=True)
+            else:
+                text = build.script(schema, upto=upto, base=base)
         except BuildError as exc:
             raise InstallError(str(exc)) from exc
         _create_extension(conn, "plpython3u")
         _ensure_trgm(conn, schema)
         before = _applied(conn, schema)
         try:
-            _run_locked(conn, schema, text.encode())
+            if distributed:
+                report.distributed = _run_distributed(conn, schema, parts, shard_count)
+            else:
+                _run_locked(conn, schema, text.encode())
         except psycopg.errors.ObjectNotInPrerequisiteState as exc:
             # A released migration edited since this database applied it.
             raise InstallError(exc.diag.message_primary or str(exc)) from None
@@ -338,6 +408,60 @@ def _run_locked(conn: psycopg.Connection, schema: str, script: bytes) -> None:
         f"could not lock the tables of schema {schema} in {LOCK_ATTEMPTS} attempts: sessions keep "
         f"them busy (see pg_locks; a session idle in transaction holds its locks); run the "
         f"installer again at a quieter moment")
+
+
+def _run_distributed(conn: psycopg.Connection, schema: str, parts: List[build.Part], shard_count: int) -> dict:
+    """The distributed flavour of the script, one statement at a time, then the distribution; one transaction.
+
+    Citus forwards DDL on a distributed table to its shards as the query
+    string it came in, and refuses a string of several statements there: the
+    script goes statement by statement (build.split_statements), and each
+    pending migration too (its statements through _install_execute, then its
+    ledger row) instead of as one _apply_migration call.
+    """
+    internal = sql.Identifier(internal_schema(schema))
+    pause = LOCK_PAUSE
+    for _ in range(LOCK_ATTEMPTS):
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
+                if not _lock_everything(conn, schema):
+                    raise _Busy
+                # Triggers on distributed tables (facts) are what the write
+                # path is made of; Citus asks for this to create them.
+                conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+                for part in parts:
+                    if part.migration is None:
+                        for statement in build.split_statements(part.text):
+                            conn.execute(statement)
+                    else:
+                        _apply_migration_distributed(conn, schema, internal, part)
+                return conn.execute(sql.SQL("SELECT {}._install_distribute(%s)").format(internal),
+                                    (shard_count,)).fetchone()[0]
+        except _Busy:
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+    raise InstallError(
+        f"could not lock the tables of schema {schema} in {LOCK_ATTEMPTS} attempts: sessions keep "
+        f"them busy (see pg_locks); run the installer again at a quieter moment")
+
+
+def _apply_migration_distributed(conn: psycopg.Connection, schema: str, internal: sql.Identifier,
+                                 part: build.Part) -> None:
+    """What _apply_migration does, a statement at a time (see _run_distributed)."""
+    m = part.migration
+    ledger = sql.SQL("{}.schema_migrations").format(sql.Identifier(schema))
+    row = conn.execute(sql.SQL("SELECT checksum FROM {} WHERE version = %s").format(ledger), (m.version,)).fetchone()
+    if row is not None:
+        if row[0] != m.checksum:
+            raise InstallError(
+                f"migration {m.name} differs from the one applied to this database (checksum {row[0][:12]}, "
+                f"file {m.checksum[:12]}): released migrations must not be edited; put the change in a new migration")
+        return
+    for statement in build.split_statements(part.body):
+        conn.execute(sql.SQL("SELECT {}._install_execute(%s)").format(internal), (statement,))
+    conn.execute(sql.SQL("INSERT INTO {} (version, name, checksum) VALUES (%s, %s, %s)").format(ledger),
+                 (m.version, m.name, m.checksum))
 
 
 def _applied(conn: psycopg.Connection, schema: str) -> List[int]:

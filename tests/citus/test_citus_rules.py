@@ -12,13 +12,14 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from citus_helpers import new_database
 from psycopg import sql
 
 
 @pytest.fixture(scope="module")
-def rules_dsn(layout_dsn: str) -> str:
-    # Any Citus database will do: each test works in a schema of its own.
-    return layout_dsn
+def rules_dsn(citus) -> Iterator[str]:
+    # One Citus database for the module: each test works in a schema of its own.
+    yield from new_database(citus)
 
 
 @pytest.fixture
@@ -288,3 +289,36 @@ def test_identity_values_come_from_the_node_that_inserts(citus, coordinator, t):
     assert on_worker >> 48 == group
     assert on_coordinator < 1 << 48
     assert on_coordinator < on_worker
+
+
+def test_a_strict_function_called_with_a_null_key_is_folded_away_before_delegation(citus, coordinator, t):
+    # What the generated <name>_delegated functions rest on: the planner
+    # replaces a STRICT function of a NULL constant by NULL before Citus
+    # plans the delegation (which crashes on a NULL key, citusdata/citus#7242).
+    coordinator.execute(
+        "CREATE FUNCTION strict_port(k text, args jsonb) RETURNS jsonb LANGUAGE plpgsql STRICT AS"
+        " $$ BEGIN RETURN to_jsonb(inet_server_port()); END $$")
+    delegate(coordinator, "strict_port(text, jsonb)", force=True)
+    key = t[citus.workers[0].port][0]
+    assert coordinator.execute("SELECT r FROM strict_port(%s, '{}') AS r", (key,)).fetchone()[0] == citus.workers[0].port
+    for _ in range(7):  # past the plan cache's fifth execution
+        assert coordinator.execute("SELECT strict_port(%s, '{}')", (None,)).fetchone()[0] is None
+        assert coordinator.execute("SELECT r FROM strict_port(%s, '{}') AS r", (None,)).fetchone()[0] is None
+    with coordinator.transaction():
+        assert coordinator.execute("SELECT r FROM strict_port(NULL, '{}') AS r").fetchone()[0] is None
+    assert coordinator.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_a_correlated_subquery_in_the_select_list_is_routed_only_by_a_constant_key(coordinator, t):
+    # A subquery of the SELECT list joined to the outer row on the key makes
+    # a query of every shard; filtered on the key's value, it stays on one.
+    coordinator.execute("CREATE TABLE u (k text, w int)")
+    coordinator.execute("SELECT create_distributed_table('u', 'k', colocate_with => 't')")
+
+    def tasks(query: str) -> str:
+        plan = "\n".join(r[0] for r in coordinator.execute("EXPLAIN " + query))
+        return plan.split("Task Count: ", 1)[1].split("\n", 1)[0]
+
+    assert tasks("SELECT t.v, (SELECT count(*) FROM u WHERE u.k = t.k) FROM t WHERE t.k = 'x'") == "4"
+    assert tasks("SELECT t.v, (SELECT count(*) FROM u WHERE u.k = 'x') FROM t WHERE t.k = 'x'") == "1"
+    assert tasks("SELECT t.v FROM t WHERE t.k = 'x' AND EXISTS (SELECT 1 FROM u WHERE u.k = t.k)") == "1"

@@ -1,125 +1,150 @@
-"""Workers going away and coming: a stopped worker, a third worker and a rebalance.
+"""Workers going away and coming: a worker stopped mid-load, a third worker and a rebalance.
 
-Not the session's cluster: these tests stop workers (and start them again)
-or add one.
+Each test has a cluster of its own: they stop, start or add workers.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
-import uuid
+from pathlib import Path
+from typing import Any, Dict, List
 
 import psycopg
 import pytest
-from citus_layout import banks_on, distribute, remote_commands, worker_port_of
+from citus_helpers import (EXACT, SCHEMA, banks_on, install_distributed, remote_commands, stats_differences,
+                           worker_port_of)
+from test_corpora import bank_state
 
-from entity_resolver.citus_cluster import CitusCluster
-from entity_resolver.install import install
+from entity_resolver.importer import iter_facts
 
-
-def _installed(cluster: CitusCluster) -> str:
-    dsn = cluster.create_database("er_topology")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        install(conn)
-        distribute(conn)
-    return dsn
+CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
 
 
-@pytest.fixture(scope="module")
-def stoppable():
-    """A cluster for the tests that stop a worker (each starts it again); tests keep to their own banks."""
-    cluster = CitusCluster(workers=2).start()
-    try:
-        yield cluster, _installed(cluster)
-    finally:
-        cluster.destroy()
+def corpus_facts(name: str, count: int) -> List[Dict[str, Any]]:
+    """The first facts of a committed corpus, as an application sends them (no gold labels)."""
+    facts = []
+    for rec in iter_facts(CORPORA / f"{name}.jsonl"):
+        facts.append({"content": rec.content, "mentions": rec.mentions, "event_date": rec.event_date})
+        if len(facts) == count:
+            break
+    return facts
 
 
-@pytest.fixture
-def cluster_db(stoppable):
-    """(cluster, coordinator connection) with entity_resolver installed and distributed."""
-    cluster, dsn = stoppable
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        yield cluster, conn
+def insert_fact(conn: psycopg.Connection, bank: str, fact: Dict[str, Any]) -> None:
+    """One fact, one statement (autocommit): the per-call path of an application."""
+    conn.execute(f"INSERT INTO {SCHEMA}.facts (bank_id, content, mentions, event_date)"
+                 " VALUES (%s, %s, %s, coalesce(%s::timestamptz, now()))",
+                 (bank, fact.get("content"), json.dumps(fact["mentions"]), fact.get("event_date")))
 
 
-def resolve(conn, bank: str, names: list[str]) -> list[tuple]:
-    return conn.execute(
-        "SELECT entity_id, canonical_name, created FROM entity_resolver.resolve_mentions(%s, %s::jsonb)"
-        " ORDER BY ord", (bank, json.dumps(names))).fetchall()
+class Writer(threading.Thread):
+    """Inserts a stream of facts into one bank, one per statement, until told to stop; keeps score."""
+
+    def __init__(self, dsn: str, bank: str, facts: List[Dict[str, Any]]) -> None:
+        super().__init__(daemon=True)
+        self.dsn, self.bank, self.facts = dsn, bank, facts
+        self.stop = threading.Event()
+        self.committed: List[str] = []     # contents of facts whose INSERT returned
+        self.failed: List[str] = []        # contents of facts whose INSERT raised
+        self.errors: List[psycopg.Error] = []
+        self.committed_at: List[float] = []
+
+    def run(self) -> None:
+        conn = psycopg.connect(self.dsn, autocommit=True)
+        n = 0
+        while not self.stop.is_set() and n < len(self.facts):
+            fact = self.facts[n]
+            try:
+                insert_fact(conn, self.bank, fact)
+                self.committed.append(fact["content"])
+                self.committed_at.append(time.monotonic())
+                n += 1
+            except psycopg.Error as exc:
+                self.failed.append(fact["content"])
+                self.errors.append(exc)
+                n += 1
+                if conn.closed:
+                    conn = psycopg.connect(self.dsn, autocommit=True)
+                time.sleep(0.05)
+        conn.close()
 
 
-def test_a_stopped_worker_fails_only_its_own_banks_and_loses_nothing(cluster_db):
-    cluster, conn = cluster_db
+def test_a_worker_stopped_mid_load_fails_only_its_banks_and_loses_nothing(private_cluster, timing):
+    cluster = private_cluster
+    dsn = cluster.create_database("er_stop")
+    install_distributed(dsn)
     up, down = cluster.workers
-    live, gone = banks_on(conn, up.port, 1)[0], banks_on(conn, down.port, 1)[0]
-    before = {bank: resolve(conn, bank, ["Alex Morgan", "Acme"]) for bank in (live, gone)}
-    down.stop()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        live = banks_on(conn, up.port, 2)
+        gone = banks_on(conn, down.port, 2)
+    facts = [dict(f, content=f"{n}: {f.get('content') or ''}") for n, f in enumerate(corpus_facts("recurring", 400))]
+    writers = {bank: Writer(dsn, bank, facts) for bank in live + gone}
+    for w in writers.values():
+        w.start()
+    time.sleep(2.0)
+    stopped_at = time.monotonic()
+    down.stop("immediate")  # as a crash
     try:
-        # The other worker's banks resolve as before.
-        assert [r[2] for r in resolve(conn, live, ["Alex Morgan", "Berlin"])] == [False, True]
-        with pytest.raises(psycopg.errors.ConnectionFailure) as error:
-            resolve(conn, gone, ["Alex Morgan"])
-        assert f"127.0.0.1:{down.port}" in error.value.diag.message_primary
-        # Reading across banks needs every worker.
-        with pytest.raises(psycopg.errors.ConnectionFailure):
-            conn.execute("SELECT count(*) FROM entity_resolver.entities").fetchone()
+        time.sleep(2.5)
+        # The banks of the running worker keep working while the other is down.
+        for bank in live:
+            assert any(t > stopped_at + 0.5 for t in writers[bank].committed_at), (
+                bank, len(writers[bank].committed), [t - stopped_at for t in writers[bank].committed_at[-3:]],
+                [str(e)[:300] for e in writers[bank].errors[-2:]])
+        # Those of the stopped worker fail, and the error names the node.
+        for bank in gone:
+            assert writers[bank].errors, bank
+            error = writers[bank].errors[-1]
+            assert error.sqlstate.startswith("08"), (error.sqlstate, str(error))
+            assert f"127.0.0.1:{down.port}" in str(error)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.ConnectionFailure) as error:
+                conn.execute(f"SELECT * FROM {SCHEMA}.resolve_mentions(%s, '[\"Alex\"]')", (gone[0],))
+            assert f"127.0.0.1:{down.port}" in error.value.diag.message_primary
     finally:
+        for w in writers.values():
+            w.stop.set()
+        for w in writers.values():
+            w.join(timeout=30)
+        started = time.monotonic()
         down.start()
-    # What was committed on the stopped worker is there, and found again.
-    again = resolve(conn, gone, ["Alex Morgan", "Acme"])
-    assert [(r[0], r[2]) for r in again] == [(r[0], False) for r in before[gone]]
-
-
-@pytest.mark.xfail(strict=True, raises=psycopg.errors.ConnectionFailure,
-                   reason="_link_units reads the rows of a data-modifying CTE (added) in later distributed "
-                          "statements: Citus broadcasts that intermediate result to every node and commits "
-                          "with 2PC across all of them, so a write for a bank on a running worker fails "
-                          "(08006) when any other worker is down")
-def test_linking_for_a_bank_on_a_running_worker_works_while_another_worker_is_down(cluster_db):
-    cluster, conn = cluster_db
-    up, down = cluster.workers
-    bank = banks_on(conn, up.port, 1)[0]
-    ids = [r[0] for r in resolve(conn, bank, ["Alex Morgan", "Acme"])]
-    down.stop()
-    try:
-        assert conn.execute("SELECT entity_resolver.link_unit(%s, %s, %s)", (bank, uuid.uuid4(), ids)).fetchone()[0] == 2
-    finally:
-        down.start()
-
-
-def test_linking_for_one_bank_writes_on_every_node(cluster_db):
-    # Why the test above fails: the delegated link_unit for a bank on one
-    # worker opens a transaction on the coordinator and the other worker.
-    cluster, conn = cluster_db
-    bank = banks_on(conn, cluster.workers[0].port, 1)[0]
-    ids = [r[0] for r in resolve(conn, bank, ["Alex Morgan", "Acme"])]
-    worker = psycopg.connect(cluster.workers[0].dsn(conn.info.dbname), autocommit=True)
-    try:
-        # The worker reports the commands it sends on to its own client (here, the coordinator).
-        worker.execute("ALTER SYSTEM SET citus.log_remote_commands = on")
-        worker.execute("SELECT pg_reload_conf()")
-        time.sleep(0.5)
-        fresh = psycopg.connect(conn.info.dsn, autocommit=True)
-        notices: list[str] = []
-        fresh.add_notice_handler(lambda d: notices.append(f"{d.message_primary} {d.message_detail or ''}"))
-        fresh.execute("SELECT entity_resolver.link_unit(%s, %s, %s)", (bank, uuid.uuid4(), ids))
-        fresh.close()
-    finally:
-        worker.execute("ALTER SYSTEM RESET citus.log_remote_commands")
-        worker.execute("SELECT pg_reload_conf()")
-        worker.close()
-    prepared = {n.split("127.0.0.1:")[1].split()[0] for n in notices
-                if n.startswith("issuing PREPARE TRANSACTION") and "127.0.0.1:" in n}
-    assert prepared == {str(cluster.coordinator.port), str(cluster.workers[1].port)}
+        timing("restart a stopped worker", time.monotonic() - started)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for bank, w in writers.items():
+            assert w.committed, bank
+            present = {r[0] for r in conn.execute(f"SELECT content FROM {SCHEMA}.facts WHERE bank_id = %s", (bank,))}
+            # Nothing that committed is lost; nothing appears that was not sent
+            # (an INSERT cut off by the crash may or may not have committed).
+            assert set(w.committed) <= present, bank
+            assert present <= set(w.committed) | set(w.failed), bank
+            # Statistics are exact: every call applied its own before returning.
+            assert stats_differences(conn, bank) == EXACT, bank
+        # The stopped worker's banks work again.
+        for bank in gone:
+            insert_fact(conn, bank, {"content": "after", "mentions": ["Alex Morgan"], "event_date": None})
+            assert stats_differences(conn, bank) == EXACT
 
 
 def test_a_third_worker_takes_shards_and_moved_banks_resolve_as_before(private_cluster, timing):
     cluster = private_cluster
-    conn = psycopg.connect(_installed(cluster), autocommit=True)
-    banks = [f"grow-{n}" for n in range(1, 17)]
-    before = {bank: resolve(conn, bank, ["Alex Morgan", "Acme"]) for bank in banks}
+    dsn = cluster.create_database("er_grow")
+    install_distributed(dsn)
+    facts = corpus_facts("typos", 30)
+    first, second = facts[:15], facts[15:]
+    conn = psycopg.connect(dsn, autocommit=True)
+    banks = [f"grow-{n}" for n in range(1, 13)]
+    # The reference: a bank that gets the whole stream before anything moves.
+    for fact in facts:
+        insert_fact(conn, "grow-reference", fact)
+    for bank in banks:
+        for fact in first:
+            insert_fact(conn, bank, fact)
+    before = {bank: worker_port_of(conn, bank) for bank in banks}
+    probe = first[0]["mentions"][0] if isinstance(first[0]["mentions"][0], str) else first[0]["mentions"][0]["text"]
+    looked = {bank: conn.execute(f"SELECT entity_id FROM {SCHEMA}.lookup_mention(%s, %s)", (bank, probe)).fetchone()[0]
+              for bank in banks}
     started = time.monotonic()
     third = cluster.add_worker()
     timing("add a third worker", time.monotonic() - started)
@@ -130,11 +155,22 @@ def test_a_third_worker_takes_shards_and_moved_banks_resolve_as_before(private_c
     assert conn.execute("SELECT state FROM citus_rebalance_status()").fetchone()[0] == "finished"
     moved = [bank for bank in banks if worker_port_of(conn, bank) == third.port]
     assert moved, "the rebalancer moved no bank to the new worker"
+    assert all(before[bank] != third.port for bank in banks)
     for bank in banks:
-        again = resolve(conn, bank, ["alex morgan", "ACME"])
-        assert [(r[0], r[2]) for r in again] == [(r[0], False) for r in before[bank]]
+        assert conn.execute(f"SELECT entity_id FROM {SCHEMA}.lookup_mention(%s, %s)",
+                            (bank, probe)).fetchone()[0] == looked[bank]
+        # The rest of the stream, after the move: the bank ends as if nothing had moved.
+        for fact in second:
+            insert_fact(conn, bank, fact)
+    reference = bank_state(conn, "grow-reference")
+    for bank in banks:
+        state = bank_state(conn, bank)
+        for part in ("entities", "pairs"):
+            assert state[part] == reference[part], (bank, part)
+        assert [m[1:6] for m in state["mentions"]] != [] and \
+            sorted(m[2:6] for m in state["mentions"]) == sorted(m[2:6] for m in reference["mentions"])
+        assert stats_differences(conn, bank) == EXACT
     # A moved bank's calls now go to the new worker.
-    _, sent = remote_commands(
-        conn, "SELECT * FROM entity_resolver.resolve_mentions(%s, '[\"Acme\"]')", (moved[0],))
-    assert [port for command, port in sent if "resolve_mentions(" in command] == [third.port]
+    _, sent = remote_commands(conn, f"SELECT * FROM {SCHEMA}.resolve_mentions(%s, '[\"Acme\"]')", (moved[0],))
+    assert [port for command, port in sent if "_delegated(" in command] == [third.port]
     conn.close()

@@ -1,161 +1,222 @@
-"""The write path on the distributed layout: what runs on a bank's shards today, and what does not yet."""
+"""The write path on a distributed installation: facts, links, retain, forgetting, flushing, reading."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
-from citus_layout import banks_on
+from citus_helpers import EXACT, SCHEMA, banks_on, rebuild_differences, resolve, stats_differences
 
+from entity_resolver.importer import import_file
 
-def resolve(conn, bank: str, names: list[str]) -> list[tuple]:
-    return conn.execute(
-        "SELECT mention, entity_id, canonical_name, created FROM entity_resolver.resolve_mentions(%s, %s::jsonb)"
-        " ORDER BY ord", (bank, json.dumps(names))).fetchall()
+CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
 
 
 @pytest.fixture
 def two_banks(citus, distributed) -> list[str]:
-    """One bank on each worker."""
+    """One new bank on each worker."""
     return [banks_on(distributed, w.port, 1)[0] for w in citus.workers]
 
 
-def test_a_name_resolves_to_one_entity_whatever_its_case(distributed, two_banks):
-    # The unique index on (bank_id, lower(canonical_name)) and the
-    # resolver's INSERT ... ON CONFLICT on it work on the shards.
-    for bank in two_banks:
-        first = resolve(distributed, bank, ["Alex Morgan"])[0]
-        again = resolve(distributed, bank, ["alex morgan"])[0]
-        assert first[3] is True and again[3] is False
-        assert again[1] == first[1] and again[2] == "Alex Morgan"
-    assert distributed.execute(
-        "SELECT count(*) FROM entity_resolver.entities WHERE bank_id = ANY(%s)", (two_banks,)).fetchone()[0] == 2
-
-
-def test_fuzzy_candidates_come_from_the_trigram_index_on_the_shard(distributed, two_banks):
-    bank = two_banks[0]
-    resolve(distributed, bank, ["Katherine Johansson"])
-    rows = distributed.execute(
-        "SELECT canonical_name, decision FROM entity_resolver.explain_mention(%s, 'Katherine Johanson')",
+def entities(conn, bank: str) -> list[tuple]:
+    return conn.execute(
+        f"SELECT canonical_name, mention_count FROM {SCHEMA}.entities WHERE bank_id = %s ORDER BY 1",
         (bank,)).fetchall()
-    assert rows and rows[0][0] == "Katherine Johansson"
 
 
-def test_foreign_keys_between_colocated_tables_are_enforced(distributed, two_banks):
-    with pytest.raises(psycopg.errors.ForeignKeyViolation):
-        distributed.execute(
-            "INSERT INTO entity_resolver.unit_entities (bank_id, unit_id, entity_id) VALUES (%s, %s, %s)",
-            (two_banks[0], uuid.uuid4(), uuid.uuid4()))
+def test_a_name_resolves_to_one_entity_whatever_its_case_and_fuzzy_candidates_come_from_the_shard(
+        distributed, two_banks):
+    for bank in two_banks:
+        first = resolve(distributed, bank, ["Katherine Johansson"])[0]
+        again = resolve(distributed, bank, ["katherine johansson"])[0]
+        assert first[3] is True and again[3] is False and again[1] == first[1]
+        rows = distributed.execute(
+            f"SELECT canonical_name, decision FROM {SCHEMA}.explain_mention(%s, 'Katherine Johanson')",
+            (bank,)).fetchall()
+        assert rows[0] == ("Katherine Johansson", "chosen")
+        looked = distributed.execute(
+            f"SELECT canonical_name, decision FROM {SCHEMA}.lookup_mention(%s, 'Katherine Johanson')",
+            (bank,)).fetchone()
+        assert looked == ("Katherine Johansson", "resolved")
+        # Statistics are applied when the call returns (no commit trigger on a shard).
+        assert entities(distributed, bank) == [("Katherine Johansson", 2)]
+        assert stats_differences(distributed, bank) == EXACT
 
 
-def test_link_unit_links_and_queues_the_pairs(distributed, two_banks):
-    bank = two_banks[1]
-    ids = [r[1] for r in resolve(distributed, bank, ["Alex Morgan", "Acme", "Berlin"])]
-    unit = uuid.uuid4()
-    assert distributed.execute("SELECT entity_resolver.link_unit(%s, %s, %s)", (bank, unit, ids)).fetchone()[0] == 3
-    assert distributed.execute(
-        "SELECT count(*) FROM entity_resolver.stats_queue WHERE bank_id = %s AND entity_id_2 IS NOT NULL",
-        (bank,)).fetchone()[0] == 3
-    expanded = distributed.execute(
-        "SELECT entity_resolver.link_unit(%s, %s, %s)", (bank, uuid.uuid4(), ids[:1])).fetchone()
-    assert expanded[0] == 1
-    assert distributed.execute(
-        "SELECT unit_id, shared_entities FROM entity_resolver.expand_units(%s, %s)", (bank, [unit])
-    ).fetchall()[0][1] == 1
-
-
-def test_inserting_facts_resolves_and_links_them_on_their_shards(distributed, two_banks):
-    # The statement trigger with a transition table runs on each shard the
-    # INSERT writes to (citus.enable_unsafe_triggers), once per shard.
+def test_an_insert_of_facts_of_banks_on_both_workers_resolves_links_and_counts_them(distributed, two_banks):
+    # The statement trigger with its transition table runs on each shard the
+    # INSERT writes, on that shard's node, for the facts of that shard, in
+    # statement order: "Alex Morgan" of the third fact is the first one's.
     a, b = two_banks
     facts = [(a, ["Alex Morgan", "Acme"]), (b, ["Alex Morgan", "Borealis"]), (a, ["alex morgan", "Oslo"])]
-    with distributed.cursor() as cur:
-        cur.execute(
-            "INSERT INTO entity_resolver.facts (bank_id, mentions) SELECT * FROM unnest(%s::text[], %s::jsonb[])",
-            ([f[0] for f in facts], [json.dumps(f[1]) for f in facts]))
-    links = dict(distributed.execute(
-        "SELECT f.bank_id, count(*) FROM entity_resolver.facts AS f JOIN entity_resolver.unit_entities AS ue"
-        " ON ue.bank_id = f.bank_id AND ue.unit_id = f.id WHERE f.bank_id = ANY(%s) GROUP BY f.bank_id",
-        (two_banks,)).fetchall())
-    assert links == {a: 4, b: 2}
-    names = distributed.execute(
-        "SELECT bank_id, array_agg(canonical_name ORDER BY canonical_name) FROM entity_resolver.entities"
-        " WHERE bank_id = ANY(%s) GROUP BY bank_id ORDER BY bank_id = %s DESC", (two_banks, a)).fetchall()
-    assert names == [(a, ["Acme", "Alex Morgan", "Oslo"]), (b, ["Alex Morgan", "Borealis"])]
+    distributed.execute(
+        f"INSERT INTO {SCHEMA}.facts (bank_id, mentions) SELECT * FROM unnest(%s::text[], %s::jsonb[])",
+        ([f[0] for f in facts], [json.dumps(f[1]) for f in facts]))
+    assert entities(distributed, a) == [("Acme", 1), ("Alex Morgan", 2), ("Oslo", 1)]
+    assert entities(distributed, b) == [("Alex Morgan", 1), ("Borealis", 1)]
+    pairs = distributed.execute(
+        f"SELECT bank_id, count(*), sum(cooccurrence_count) FROM {SCHEMA}.entity_cooccurrences"
+        " WHERE bank_id = ANY(%s) GROUP BY 1 ORDER BY bank_id = %s DESC", (two_banks, a)).fetchall()
+    assert pairs == [(a, 2, 2), (b, 1, 1)]
+    for bank in two_banks:
+        assert stats_differences(distributed, bank) == EXACT
 
 
 def test_a_fact_cannot_be_relinked_by_update(distributed, two_banks):
-    distributed.execute("INSERT INTO entity_resolver.facts (bank_id, mentions) VALUES (%s, '[\"Alex\"]')",
+    distributed.execute(f"INSERT INTO {SCHEMA}.facts (bank_id, mentions) VALUES (%s, '[\"Alex\"]')",
                         (two_banks[0],))
     with pytest.raises(psycopg.errors.FeatureNotSupported, match="cannot be updated"):
-        distributed.execute("UPDATE entity_resolver.facts SET mentions = '[]' WHERE bank_id = %s", (two_banks[0],))
+        distributed.execute(f"UPDATE {SCHEMA}.facts SET mentions = '[]' WHERE bank_id = %s", (two_banks[0],))
+    distributed.execute(f"UPDATE {SCHEMA}.facts SET content = 'fixed' WHERE bank_id = %s", (two_banks[0],))
 
 
-def test_the_views_read_across_shards(distributed, two_banks):
+def test_link_unit_retain_and_expand_units(distributed, two_banks):
+    bank = two_banks[1]
+    ids = [r[1] for r in resolve(distributed, bank, ["Alex Morgan", "Acme", "Berlin"])]
+    unit, other = uuid.uuid4(), uuid.uuid4()
+    assert distributed.execute(f"SELECT {SCHEMA}.link_unit(%s, %s, %s)", (bank, unit, ids)).fetchone()[0] == 3
+    retained = distributed.execute(
+        f"SELECT mention, canonical_name, created, decision FROM {SCHEMA}.retain(%s, %s, %s::jsonb) ORDER BY ord",
+        (bank, other, json.dumps(["alex morgan", "Zurich"]))).fetchall()
+    assert retained == [("alex morgan", "Alex Morgan", False, "resolved"), ("Zurich", "Zurich", True, "created")]
+    assert distributed.execute(
+        f"SELECT unit_id, shared_entities FROM {SCHEMA}.expand_units(%s, %s::uuid[])", (bank, [unit])
+    ).fetchall() == [(other, 1)]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="is not an entity of bank"):
+        distributed.execute(f"SELECT {SCHEMA}.link_unit(%s, %s, %s::uuid[])", (bank, unit, [uuid.uuid4()]))
+    assert stats_differences(distributed, bank) == EXACT
+
+
+def test_forgetting_facts_and_units_removes_their_statistics_and_orphans(distributed, two_banks):
+    a, b = two_banks
     for bank in two_banks:
-        resolve(distributed, bank, ["Alex Morgan", "Acme"])
+        distributed.execute(
+            f"INSERT INTO {SCHEMA}.facts (bank_id, mentions) VALUES (%s, '[\"Alex Morgan\", \"Acme\"]'),"
+            " (%s, '[\"Alex Morgan\", \"Oslo\"]')", (bank, bank))
+    unit = uuid.uuid4()
+    distributed.execute(f"SELECT * FROM {SCHEMA}.retain(%s, %s, '[\"Alex Morgan\", \"Paris\"]')", (a, unit))
+    assert distributed.execute(f"SELECT {SCHEMA}.forget_unit(%s, %s)", (a, unit)).fetchone()[0] == \
+        {"mentions": 2, "links": 2}
+    assert entities(distributed, a) == [("Acme", 1), ("Alex Morgan", 2), ("Oslo", 1)]
+    distributed.execute(f"DELETE FROM {SCHEMA}.facts WHERE bank_id = %s AND mentions @> '[\"Oslo\"]'", (a,))
+    assert entities(distributed, a) == [("Acme", 1), ("Alex Morgan", 1)]
+    for bank in two_banks:
+        assert stats_differences(distributed, bank) == EXACT
+
+
+def test_truncate_forgets_every_fact_shard_by_shard(citus_dsn, citus):
+    # Its own installation: TRUNCATE takes every bank with it.
+    from citus_helpers import install_distributed
+
+    install_distributed(citus_dsn)
+    with psycopg.connect(citus_dsn, autocommit=True) as conn:
+        banks = [banks_on(conn, w.port, 1)[0] for w in citus.workers]
+        for bank in banks:
+            conn.execute(f"INSERT INTO {SCHEMA}.facts (bank_id, mentions) VALUES (%s, '[\"Alex Morgan\", \"Acme\"]')",
+                         (bank,))
+            resolve(conn, bank, ["Kept Name"])  # not a fact: kept
+        conn.execute(f"TRUNCATE {SCHEMA}.facts")
+        for bank in banks:
+            assert entities(conn, bank) == [("Kept Name", 1)]
+            assert stats_differences(conn, bank) == EXACT
+
+
+def test_the_importer_loads_facts_of_banks_on_both_workers_in_one_batch(distributed, two_banks, tmp_path):
+    # A batch of the importer is one INSERT over banks of both workers (one
+    # transaction on both: a bulk load, not the per-call path).
+    lines = [json.loads(line) for line in (CORPORA / "recurring.jsonl").read_text(encoding="utf-8").splitlines()
+             if line.strip()][:60]
+    stream = tmp_path / "two_banks.jsonl"
+    stream.write_text("".join(json.dumps({**fact, "bank_id": two_banks[n % 2]}) + "\n"
+                              for n, fact in enumerate(lines)), encoding="utf-8")
+    summary = import_file(distributed, stream, batch_size=25)
+    assert summary.facts == 60 and summary.bad == [] and sorted(summary.banks) == sorted(two_banks)
+    for bank in two_banks:
+        assert distributed.execute(f"SELECT count(*) FROM {SCHEMA}.facts WHERE bank_id = %s",
+                                   (bank,)).fetchone()[0] == 30
+        assert stats_differences(distributed, bank) == EXACT
+    again = import_file(distributed, stream, batch_size=25)
+    assert again.facts == 0 and again.skipped_existing == 60
+
+
+def test_calls_in_a_transaction_block_commit_or_roll_back_together(distributed, two_banks):
+    a, b = two_banks
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        with distributed.transaction():
+            resolve(distributed, a, ["Rolled Back"])
+            resolve(distributed, b, ["Rolled Back"])
+            distributed.execute(f"SELECT {SCHEMA}.link_unit(%s, %s, %s::uuid[])", (a, uuid.uuid4(), [uuid.uuid4()]))
+    assert entities(distributed, a) == [] and entities(distributed, b) == []
+    with distributed.transaction():
+        resolve(distributed, a, ["Alex Morgan", "Acme"])
+        with pytest.raises(psycopg.errors.InvalidDatetimeFormat):
+            with distributed.transaction():  # a savepoint
+                resolve(distributed, a, ["Savepoint Name"])
+                resolve(distributed, a, [{"text": "x", "event_date": "not a date"}])
+        resolve(distributed, a, ["alex morgan", "Berlin"])
+    assert entities(distributed, a) == [("Acme", 1), ("Alex Morgan", 2), ("Berlin", 1)]
+    assert stats_differences(distributed, a) == EXACT
+
+
+def test_flush_stats_of_every_bank_is_one_call_per_bank(distributed, two_banks):
+    # Calls apply their own statistics; rows queued by other means (here by
+    # hand) wait for flush_stats, which visits each bank on its node.
+    ids = {bank: resolve(distributed, bank, ["Alex Morgan"])[0][1] for bank in two_banks}
+    for bank, entity in ids.items():
+        distributed.execute(f"INSERT INTO {SCHEMA}.stats_queue (bank_id, entity_id, increment) VALUES (%s, %s, 2)",
+                            (bank, entity))
+    assert distributed.execute(f"SELECT * FROM {SCHEMA}.flush_stats()").fetchone() == (2, 0)
+    assert [entities(distributed, bank) for bank in two_banks] == [[("Alex Morgan", 3)]] * 2
+    assert distributed.execute(f"SELECT * FROM {SCHEMA}.flush_stats(%s)", (two_banks[0],)).fetchone() == (0, 0)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="bank_id: must not be empty"):
+        distributed.execute(f"SELECT * FROM {SCHEMA}.flush_stats(' ')")
+
+
+def test_bank_settings_labels_and_ids_that_forward(distributed, two_banks):
+    bank = two_banks[0]
+    settings = distributed.execute(f"SELECT {SCHEMA}.configure_bank(%s, '{{\"threshold\": 0.7}}')",
+                                   (bank,)).fetchone()[0]
+    assert settings["threshold"] == 0.7
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="threshold"):
+        distributed.execute(f"SELECT {SCHEMA}.configure_bank(%s, '{{\"threshold\": 7}}')", (bank,))
+    distributed.execute(f"SELECT {SCHEMA}.set_entity_labels(%s, %s::jsonb)",
+                        (bank, json.dumps({"attributes": [{"key": "topic", "type": "text"}]})))
+    schema = distributed.execute(f"SELECT {SCHEMA}.entity_labels_json_schema(%s)", (bank,)).fetchone()[0]
+    assert schema["properties"] == {"topic": {"type": "string"}}
+    entity = resolve(distributed, bank, ["Alex Morgan"])[0][1]
+    assert distributed.execute(f"SELECT {SCHEMA}.current_entity(%s, %s)", (bank, entity)).fetchone()[0] == entity
+    assert distributed.execute(f"SELECT {SCHEMA}.current_entity(%s, %s)", (bank, uuid.uuid4())).fetchone()[0] is None
+
+
+def test_errors_from_the_worker_keep_their_sqlstate_and_message(distributed, two_banks):
+    bank = two_banks[1]
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
+        distributed.execute(f"SELECT * FROM {SCHEMA}.resolve_mentions(%s, '{{}}')", (bank,))
+    assert error.value.diag.message_primary.startswith("mentions: must be a JSON array")
+    with pytest.raises(psycopg.errors.NullValueNotAllowed, match="^mentions: must not be null"):
+        distributed.execute(f"SELECT * FROM {SCHEMA}.resolve_mentions(%s, NULL)", (bank,))
+    with pytest.raises(psycopg.errors.StringDataRightTruncation, match="^bank_id: is 101 characters long"):
+        distributed.execute(f"SELECT * FROM {SCHEMA}.resolve_mentions(%s, '[]')", ("x" * 101,))
+
+
+def test_the_views_read_every_shard(distributed, two_banks):
+    for bank in two_banks:
+        distributed.execute(f"INSERT INTO {SCHEMA}.facts (bank_id, mentions) VALUES (%s, '[\"Alex Morgan\", \"Acme\"]')",
+                            (bank,))
     rows = distributed.execute(
-        "SELECT bank_id, count(*) FROM entity_resolver.entity_overview WHERE bank_id = ANY(%s) GROUP BY bank_id",
-        (two_banks,)).fetchall()
-    assert sorted(rows) == sorted((bank, 2) for bank in two_banks)
-
-
-@pytest.mark.xfail(strict=True, raises=psycopg.errors.FeatureNotSupported,
-                   reason="_flush_queue locks entities joined to arrays of (bank, id) FOR NO KEY UPDATE: "
-                          "not routable to one shard (0A000 could not run distributed query with FOR "
-                          "UPDATE/SHARE commands); every statement needs bank_id = <the bank>")
-def test_flush_stats_applies_one_banks_queue(distributed, two_banks):
-    bank = two_banks[0]
-    resolve(distributed, bank, ["Alex Morgan", "Alex Morgan"])
-    assert distributed.execute("SELECT * FROM entity_resolver.flush_stats(%s)", (bank,)).fetchone() == (1, 0)
+        f"SELECT bank_id, name, mention_count, degree FROM {SCHEMA}.entity_overview WHERE bank_id = ANY(%s)"
+        " ORDER BY bank_id, name", (two_banks,)).fetchall()
+    assert rows == sorted((bank, name, 1, 1) for bank in two_banks for name in ("Acme", "Alex Morgan"))
     assert distributed.execute(
-        "SELECT mention_count FROM entity_resolver.entities WHERE bank_id = %s", (bank,)).fetchone()[0] == 2
+        f"SELECT count(*) FROM {SCHEMA}.entity_neighbors WHERE bank_id = ANY(%s)", (two_banks,)).fetchone()[0] == 4
 
 
-@pytest.mark.xfail(strict=True, raises=psycopg.errors.FeatureNotSupported,
-                   reason="the commit flush fires on the shard, where _flush_queue(NULL, TRUE) claims by "
-                          "pg_current_xact_id() across banks and locks FOR NO KEY UPDATE: 0A000 could not "
-                          "run distributed query with FOR UPDATE/SHARE commands")
-def test_flush_at_commit_applies_a_delegated_calls_statistics(own_distributed):
-    conn = own_distributed
-    conn.execute(f'ALTER DATABASE "{conn.info.dbname}" SET entity_resolver.flush_at_commit = on')
-    # Database settings apply to new sessions (and to their connections to the workers).
-    with psycopg.connect(conn.info.dsn, autocommit=True) as fresh:
-        resolve(fresh, "team", ["Alex Morgan"])
-        assert fresh.execute("SELECT mention_count FROM entity_resolver.entities").fetchone()[0] == 1
-
-
-@pytest.mark.xfail(strict=True, raises=psycopg.errors.InternalError,
-                   reason="the DELETE trigger's DELETE ... USING old_facts on the shard: Citus cannot plan "
-                          "the transition table (XX000 unrecognized RTE kind: 7)")
-def test_deleting_facts_removes_their_links(distributed, two_banks):
+def test_rebuild_stats_runs_on_the_banks_node(distributed, two_banks):
     bank = two_banks[0]
-    distributed.execute("INSERT INTO entity_resolver.facts (bank_id, mentions) VALUES (%s, '[\"Alex\", \"Acme\"]')",
-                        (bank,))
-    distributed.execute("DELETE FROM entity_resolver.facts WHERE bank_id = %s", (bank,))
-    assert distributed.execute(
-        "SELECT count(*) FROM entity_resolver.unit_entities WHERE bank_id = %s", (bank,)).fetchone()[0] == 0
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="the layout drops the bound_banks policies (Citus refuses their subqueries): "
-                          "a bank user sees every bank until isolation uses a predicate Citus accepts")
-def test_a_bank_user_reads_only_its_bound_bank_on_every_node(citus, distributed, two_banks):
-    mine, other = two_banks
-    for bank in two_banks:
-        resolve(distributed, bank, ["Alex Morgan"])
-    role = f"er_citus_{uuid.uuid4().hex[:8]}"
-    distributed.execute(f'CREATE ROLE "{role}" LOGIN')
-    try:
-        distributed.execute(f'GRANT entity_resolver_bank_user TO "{role}"')
-        distributed.execute("SELECT entity_resolver.grant_bank_access(%s, %s)", (mine, role))
-        for node in citus.nodes:
-            with psycopg.connect(node.dsn(distributed.info.dbname), user=role) as conn:
-                seen = {r[0] for r in conn.execute(
-                    "SELECT DISTINCT bank_id FROM entity_resolver.entities WHERE bank_id = ANY(%s)", (two_banks,))}
-                assert seen == {mine}, (node.port, seen)
-    finally:
-        distributed.execute(f'DROP OWNED BY "{role}"')
-        distributed.execute(f'DROP ROLE "{role}"')
+    resolve(distributed, bank, ["Alex Morgan"])
+    assert rebuild_differences(distributed, bank) == 0
+    assert distributed.execute(f"SELECT ({SCHEMA}.rebuild_stats(%s, false) ->> 'differences')::int",
+                               (bank,)).fetchone()[0] == 0
