@@ -54,7 +54,7 @@ class CallState:
         self.mentions: Dict[str, List[Any]] = {}      # entity -> [count, latest epoch, date, earliest epoch, date]
         # lowered canonical name <-> id of every entity a fact of the call
         # went to (the only entities the call's pairs involve)
-        self.seen_names: Dict[str, str] = {}
+        self.seen_names: Dict[str, Set[str]] = {}
         self.name_of: Dict[str, str] = {}
         self.lost: Set[str] = set()                   # provisional ids another session's entity replaced
         # alias memory (memory.py): form -> {entity id: (type, name, lowered name)} it was
@@ -93,7 +93,7 @@ class CallState:
         return next((e for e in ents if e.type == etype), None) or next((e for e in ents if e.type is None), None)
 
     def meet(self, entity_id: str, lname: str) -> None:
-        self.seen_names[lname] = entity_id
+        self.seen_names.setdefault(lname, set()).add(entity_id)
         self.name_of[entity_id] = lname
 
     def is_new(self, entity_id: str) -> bool:

@@ -35,7 +35,8 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
     forms = near_forms(near_names, cfg, data)
     bank_ids = [c.id for c in survivors if not state.is_new(c.id)]
     involved = {c.id for c in survivors}
-    involved.update(state.seen_names[n] for n in forms if n in state.seen_names)
+    for n in forms:
+        involved.update(state.seen_names.get(n, ()))
     ask = set()
     for e in involved:
         if state.is_new(e):
@@ -51,18 +52,25 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
     by_alias = lever(cfg, "context_by_entity")
     ctx = probe.context(plpy, bank.id, bank_ids, forms, ask, bank.pending, by_alias) if needs_bank \
         else probe.Context({}, {}, set(), set())
-    reach: Dict[str, str] = {}            # the nearby name -> the entity it reaches
-    for form, entity in ctx.near.items():
-        reach.setdefault(forms.get(form, form), entity)
+    # The nearby name -> the entities it reaches: one, but a name can be an
+    # alias too, or (typed_mentions) the name of a person and of a place.
+    reach: Dict[str, Set[str]] = {}
+    for form, entities in ctx.near.items():
+        reach.setdefault(forms.get(form, form), set()).update(entities)
     for form, name in forms.items():
-        ent = state.created_named(form, None)
-        if ent is not None and ent.kind != "label":
-            reach.setdefault(name, ent.id)
+        for ent in state.created.get(form, ()):
+            if ent.kind != "label":
+                reach.setdefault(name, set()).add(ent.id)
     degree: Dict[str, int] = {}
-    for n in set(reach.values()):
+    for n in set().union(*reach.values()) if reach else ():
         extra = sum(1 for x in state.partners_of(n)
                     if state.is_new(n) or state.is_new(x) or pair(n, x) not in ctx.known)
         degree[n] = ctx.degree.get(n, 0) + extra
     for c in survivors:
         mine = state.partners_of(c.id)
-        c.partners = {name: degree[n] for name, n in reach.items() if (c.id, n) in ctx.pairs or n in mine}
+        c.partners = {}
+        for name, entities in reach.items():
+            # Of the entities a name reaches, the partner seen with the fewest others.
+            partner = [degree[n] for n in entities if (c.id, n) in ctx.pairs or n in mine]
+            if partner:
+                c.partners[name] = min(partner)

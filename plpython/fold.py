@@ -16,32 +16,14 @@ import trigrams
 from errors import InputError
 from mentions import MAX_EPOCH, MIN_EPOCH
 
-SQL_FOLD = """
-SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[]) WITH ORDINALITY AS u (t, i)
-              ORDER BY i)
-           AS lowered,
-       ARRAY(SELECT extract(epoch FROM d::timestamptz)::float8
-               FROM unnest($2::text[]) WITH ORDINALITY AS u (d, i) ORDER BY i) AS epochs,
-       ARRAY(SELECT d::timestamptz::text
-               FROM unnest($2::text[]) WITH ORDINALITY AS u (d, i) ORDER BY i) AS dates,
-       set_config('pg_trgm.similarity_threshold', $3, true) AS threshold
-"""
-
-
 def fold(plpy, texts, dates, probe, date_arguments):
     """Lowercase texts and parse dates; return (lowered, epochs, canonical date texts).
 
     A date PostgreSQL cannot read, or one outside years 1 to 9999, is an
     error naming its argument (date_arguments, one per date).
     """
-    plan = db.plan(plpy, "fold", SQL_FOLD, ["text[]", "text[]", "text"])
-    with db.attempt(plpy) as outcome:
-        row = db.execute(plpy, plan, [texts, dates, repr(float(probe))])[0]
-    if outcome.error is not None:
-        _name_bad_date(plpy, plan, dates, probe, date_arguments)
-        raise outcome.error
-    _check_range(row, date_arguments)
-    return row["lowered"], row["epochs"], row["dates"]
+    lowered, epochs, canon, _ = fold_call(plpy, texts, dates, probe, date_arguments, 0)
+    return lowered, epochs, canon
 
 
 def _check_range(row, date_arguments):
@@ -57,14 +39,14 @@ def _name_bad_date(plpy, plan, dates, probe, date_arguments):
         if date is None:
             continue
         with db.attempt(plpy) as outcome:
-            db.execute(plpy, plan, [[], [date], repr(float(probe))])
+            db.execute(plpy, plan, [[], [date], repr(float(probe)), 0])
         if outcome.error is not None:
             raise InputError("is not a valid timestamp: %s" % json.dumps(date, ensure_ascii=False),
                              date_arguments[index], "22007")
 
 
-# The same, and the trigrams of the first $4 texts (the mention keys), for the
-# call's own similarity computations (trigrams.py).
+# Every text lowered, every date parsed, the trigrams of the first $4 texts
+# (the mention keys, for the call's own similarity computations, trigrams.py).
 SQL_FOLD_CALL = """
 SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[]) WITH ORDINALITY AS u (t, i)
               ORDER BY i)
@@ -85,8 +67,7 @@ def fold_call(plpy, texts, dates, probe, date_arguments, n_keys):
     with db.attempt(plpy) as outcome:
         row = db.execute(plpy, plan, [texts, dates, repr(float(probe)), n_keys])[0]
     if outcome.error is not None:
-        _name_bad_date(plpy, db.plan(plpy, "fold", SQL_FOLD, ["text[]", "text[]", "text"]),
-                       dates, probe, date_arguments)
+        _name_bad_date(plpy, plan, dates, probe, date_arguments)
         raise outcome.error
     _check_range(row, date_arguments)
     return row["lowered"], row["epochs"], row["dates"], row["trigrams"]

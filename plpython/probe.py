@@ -296,7 +296,7 @@ def explain_candidates(plpy, bank_id: str, key: str, limit: int, label_rows: int
 class Context(NamedTuple):
     """What the bank knows around a fact: entities by nearby name, their degrees, pairs."""
 
-    near: Dict[str, str]          # lowered name -> entity id
+    near: Dict[str, Set[str]]     # lowered name -> the entities of that name (or alias)
     degree: Dict[str, int]        # entity id -> distinct partners
     pairs: Set[Tuple[str, str]]   # (candidate id, near entity id) that co-occur
     known: Set[Tuple[str, str]]   # of the pairs asked about, those the bank has
@@ -320,7 +320,7 @@ def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterab
     for r in db.run(plpy, name, sql, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
                     [bank_id, ids, names, [a for a, _ in asked], [b for _, b in asked]]):
         if r["kind"] == "near":
-            ctx.near[r["b"]] = r["a"]
+            ctx.near.setdefault(r["b"], set()).add(r["a"])
             ctx.degree[r["a"]] = r["n"]
         elif r["kind"] == "pair":
             ctx.pairs.add((r["a"], r["b"]))

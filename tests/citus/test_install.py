@@ -18,7 +18,8 @@ from entity_resolver.install import InstallError, install, installed_version, is
 
 TENANT_TABLES = {"banks", "entities", "unit_entities", "entity_cooccurrences", "facts", "stats_queue", "bank_roles",
                  "mentions", "entity_aliases", "entity_forwards", "operations"}
-REFERENCE_TABLES = {"plpython_modules", "schema_migrations"}
+# Installation metadata and data (no bank_id): on every node.
+REFERENCE_TABLES = {"plpython_modules", "schema_migrations", "name_variants", "org_suffixes"}
 # Public functions of a bank that run on the coordinator: they change roles.
 COORDINATOR_ONLY = {"grant_bank_access", "revoke_bank_access"}
 
@@ -135,10 +136,10 @@ def test_installing_again_changes_nothing_and_keeps_the_data(citus_dsn):
 
 
 def _base(tmp_path: Path, name: str) -> Path:
-    """A copy of the sources the installer reads (migrations/, sql/, plpython/, pyproject.toml)."""
+    """A copy of the sources the installer reads (migrations/, sql/, plpython/, data/, pyproject.toml)."""
     base = tmp_path / name
     source = build.data_dir()
-    for part in ("migrations", "sql", "plpython"):
+    for part in ("migrations", "sql", "plpython", "data"):
         shutil.copytree(source / part, base / part)
     shutil.copy(source / "pyproject.toml", base / "pyproject.toml")
     return base
@@ -161,7 +162,9 @@ COMMENT ON TABLE {{ schema }}.bank_notes IS 'Test table of an upgrade.';
 
 def test_an_upgrade_applies_its_migration_on_the_shards_and_keeps_the_distribution(citus_dsn, tmp_path):
     old, new = _base(tmp_path, "old"), _base(tmp_path, "new")
-    (new / "migrations" / "0009_test_upgrade.sql").write_text(UPGRADE, encoding="utf-8")
+    # The next migration after the last one shipped.
+    version = max(int(p.name[:4]) for p in (new / "migrations").glob("0*.sql")) + 1
+    (new / "migrations" / f"{version:04d}_test_upgrade.sql").write_text(UPGRADE, encoding="utf-8")
     # The new version's code differs: a module and a function body.
     module = new / "plpython" / "resolve.py"
     module.write_text(module.read_text(encoding="utf-8") + "\n# upgraded\n", encoding="utf-8")
@@ -169,7 +172,7 @@ def test_an_upgrade_applies_its_migration_on_the_shards_and_keeps_the_distributi
         install(conn, base=old, distributed=True, shard_count=SHARD_COUNT)
         before = resolve(conn, "upgraded", ["Alex Morgan", "Acme"])
         report = install(conn, base=new)
-        assert report.applied_migrations == [9] and installed_version(conn) == 9
+        assert report.applied_migrations == [version] and installed_version(conn) == version
         shape = layout(conn)
         assert shape["tables"]["bank_notes"][:2] == ("distributed", "bank_id")
         assert shape["tables"]["bank_notes"][2] == shape["tables"]["banks"][2]
