@@ -67,13 +67,13 @@ def bank_state(conn: psycopg.Connection, bank: str) -> Dict[str, Any]:
     return {
         "entities": conn.execute(
             f"SELECT canonical_name, entity_kind, entity_type, curated, mention_count, first_seen, last_seen"
-            f" FROM {SCHEMA}.entities WHERE bank_id = %(b)s ORDER BY lower(canonical_name)", q).fetchall(),
+            f" FROM {SCHEMA}.entities WHERE bank_id = %(b)s ORDER BY lower(canonical_name), 1, 2, 3, 4, 5, 6, 7", q).fetchall(),
         "pairs": conn.execute(
             f"SELECT least(a.canonical_name, b.canonical_name), greatest(a.canonical_name, b.canonical_name),"
             f" c.cooccurrence_count, c.last_cooccurred FROM {SCHEMA}.entity_cooccurrences c"
             f" JOIN {SCHEMA}.entities a ON a.bank_id = c.bank_id AND a.id = c.entity_id_1"
             f" JOIN {SCHEMA}.entities b ON b.bank_id = c.bank_id AND b.id = c.entity_id_2"
-            f" WHERE c.bank_id = %(b)s ORDER BY 1, 2", q).fetchall(),
+            f" WHERE c.bank_id = %(b)s ORDER BY 1, 2, 3, 4", q).fetchall(),
         "mentions": conn.execute(
             f"SELECT m.unit_id, m.ordinal, m.mention, e.canonical_name, m.decision, m.score, m.event_date"
             f" FROM {SCHEMA}.mentions m JOIN {SCHEMA}.entities e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
@@ -81,7 +81,7 @@ def bank_state(conn: psycopg.Connection, bank: str) -> Dict[str, Any]:
         "links": conn.execute(
             f"SELECT u.unit_id, e.canonical_name, u.event_date FROM {SCHEMA}.unit_entities u"
             f" JOIN {SCHEMA}.entities e ON e.bank_id = u.bank_id AND e.id = u.entity_id"
-            f" WHERE u.bank_id = %(b)s ORDER BY 1, 2", q).fetchall(),
+            f" WHERE u.bank_id = %(b)s ORDER BY 1, 2, 3", q).fetchall(),
         "queued": conn.execute(f"SELECT count(*) FROM {SCHEMA}.stats_queue WHERE bank_id = %(b)s", q).fetchone()[0],
     }
 
