@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict
 
+from bench.banks import markdown as banks_markdown
 from bench.imports import markdown as imports_markdown
 from bench.limits import markdown as limits_markdown
 from bench.names import HUBS
@@ -38,6 +39,15 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
             out["enhanced ÷ reference profile, batch at 100,000 entities"] = {
                 "target": "<= 1.2", "value": at["enhanced_over_reference"],
                 "met": at["enhanced_over_reference"] <= 1.2}
+    near = result.get("neighbours")
+    if near:
+        out[f"bank of {near['small']:,} beside {near['others']:,} entities of other banks ÷ alone"] = {
+            "target": "<= 1.2", "value": near["ratio_of_medians"], "met": near["ratio_of_medians"] <= 1.2}
+    for entry in result["sizes"].values():
+        roles = entry.get("roles")
+        if roles:
+            out[f"bank-bound role ÷ installer at {entry['entities']:,} entities"] = {
+                "target": "<= 1.3", "value": roles["ratio_of_medians"], "met": roles["ratio_of_medians"] <= 1.3}
     for entry in result["sizes"].values():
         four = entry.get("trigger", {}).get("4")
         if four:
@@ -160,6 +170,9 @@ def markdown(result: Dict[str, Any]) -> str:
         if after:
             lines.append(f"- {_fmt_int(entry['entities'])}: {', '.join(after.get('scans', [])) or '?'} "
                          f"({after.get('ms') if after.get('ms') is not None else 'timed out'} ms)")
+    roles = [entry["roles"] for entry in result["sizes"].values() if entry.get("roles")]
+    if result.get("neighbours") or roles:
+        lines += ["", banks_markdown(result.get("neighbours"), roles)]
     if result.get("limits"):
         lines += ["", limits_markdown(result["limits"])]
     if result.get("imports"):

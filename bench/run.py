@@ -57,6 +57,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from bench.banks import measure_neighbours, measure_roles
 from bench.imports import measure_imports
 from bench.latency import measure_latency, probe_plan
 from bench.limits import measure_max_calls
@@ -109,11 +110,14 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               profile_size: Optional[int] = 100_000, profile_batches: int = 10,
               compare_fastupdate: bool = True, compare_flush: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
-              imports: bool = True,
+              imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
     ``dsn`` needs a role that may CREATE DATABASE. ``out=None`` writes no file.
+    ``neighbours``: how many entities of other banks sit beside a bank of
+    1,000 in the side-by-side figure (``bench.banks``; None skips it);
+    ``roles``: time each size's batches as a bank-bound role too.
     """
     say = progress or (lambda msg: None)
     started = time.monotonic()
@@ -156,6 +160,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                     entry.update(measure_latency(timing, bank, retains).summary())
                     entry["memory"] = backend_memory(timing)
                 entry["probe_plan"] = probe_plan(bdsn, bank, retains[0])
+                if roles:
+                    say(f"{size:,} entities: a bank-bound role against the installer")
+                    entry["roles"] = measure_roles(bdsn, bank, batches=min(batches, 20), seed=seed)
                 if profile_size == size:
                     say(f"{size:,} entities: profiling")
                     with psycopg.connect(bdsn, autocommit=True) as prof:
@@ -189,6 +196,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                     entry["probe_plan_after_writes_fastupdate_off"] = probe_plan(bdsn, bank, retains[0])
                     conn.execute("ALTER INDEX entities_name_trgm_idx SET (fastupdate = on)")
                 result["sizes"][str(size)] = entry
+        if neighbours:
+            result["neighbours"] = measure_neighbours(dsn, others=neighbours, batches=min(batches, 20), seed=seed,
+                                                      progress=say)
     finally:
         if not keep:
             with psycopg.connect(dsn, autocommit=True) as admin:

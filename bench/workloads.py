@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import psycopg
 
@@ -48,11 +48,14 @@ class Bank:
         return range(start, min(start + COMMUNITY, self.size))
 
 
-def build_bank(conn: psycopg.Connection, size: int, seed: int = SEED) -> Bank:
-    """Load a bank of ``size`` entities and its co-occurrence graph with COPY; return it."""
+def build_bank(conn: psycopg.Connection, size: int, seed: int = SEED, bank_id: Optional[str] = None) -> Bank:
+    """Load a bank of ``size`` entities and its co-occurrence graph with COPY; return it.
+
+    The same ``size`` and ``seed`` give the same names, ids and graph whatever ``bank_id``.
+    """
     started = time.monotonic()
     rng = random.Random(seed * 7919 + size)
-    bank_id = f"bench-{size}"
+    bank_id = bank_id or f"bench-{size}"
     names, kinds = generate_names(size, rng)
     ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in range(size)]
     conn.execute("INSERT INTO banks (bank_id) VALUES (%s)", (bank_id,))

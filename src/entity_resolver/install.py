@@ -73,6 +73,7 @@ def _create_extension(conn: psycopg.Connection, name: str, schema: Optional[str]
         package = {
             "plpython3u": f"postgresql-plpython3-{major}",
             "pg_trgm": f"postgresql-contrib (postgresql-{major} on Debian 12 and later)",
+            "btree_gin": f"postgresql-contrib (postgresql-{major} on Debian 12 and later)",
         }.get(name, name)
         raise InstallError(
             f"the server has no {name} extension: install the OS package {package} "
@@ -91,12 +92,12 @@ def _create_extension(conn: psycopg.Connection, name: str, schema: Optional[str]
         ) from exc
 
 
-def _trgm_home(conn: psycopg.Connection) -> str:
-    """Where a new pg_trgm goes: public, or a schema of its own when there is no public."""
+def _trgm_home(conn: psycopg.Connection, name: str = "pg_trgm") -> str:
+    """Where a new pg_trgm (or btree_gin) goes: public, or a schema of its own when there is no public."""
     if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'public'").fetchone():
         return "public"
-    conn.execute("CREATE SCHEMA IF NOT EXISTS pg_trgm")
-    return "pg_trgm"
+    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(name)))
+    return name
 
 
 def _ensure_trgm(conn: psycopg.Connection, schema: str) -> None:
@@ -112,6 +113,13 @@ def _ensure_trgm(conn: psycopg.Connection, schema: str) -> None:
         with conn.transaction():
             conn.execute(sql.SQL("ALTER EXTENSION pg_trgm SET SCHEMA {}").format(
                 sql.Identifier(_trgm_home(conn))))
+
+
+def _ensure_btree_gin(conn: psycopg.Connection) -> None:
+    """btree_gin installed: the trigram index leads with bank_id (migration 0010), which takes
+    btree_gin's GIN operator class for text (the default one, found wherever the extension lives)."""
+    if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'").fetchone():
+        _create_extension(conn, "btree_gin", _trgm_home(conn, "btree_gin"))
 
 
 def _refuse_foreign_schemas(conn: psycopg.Connection, schema: str) -> None:
@@ -324,6 +332,7 @@ def install(
             raise InstallError(str(exc)) from exc
         _create_extension(conn, "plpython3u")
         _ensure_trgm(conn, schema)
+        _ensure_btree_gin(conn)
         before = _applied(conn, schema)
         try:
             if distributed:

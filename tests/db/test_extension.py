@@ -157,14 +157,14 @@ def test_create_extension_gives_the_catalog_of_the_python_installer(extension_fi
     assert extension_version(inst) is None and extension_members(inst) == set()
 
 
-def test_create_extension_requires_plpython_and_pg_trgm_and_puts_pg_trgm_outside_our_schemas(
+def test_create_extension_requires_plpython_pg_trgm_and_btree_gin_and_puts_them_outside_our_schemas(
         extension_files, new_db):
     conn = new_db()
     create_extension(conn)
     rows = dict(conn.execute(
         "SELECT e.extname, n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
-        " WHERE e.extname IN ('plpython3u', 'pg_trgm')").fetchall())
-    assert rows == {"plpython3u": "pg_catalog", "pg_trgm": "public"}
+        " WHERE e.extname IN ('plpython3u', 'pg_trgm', 'btree_gin')").fetchall())
+    assert rows == {"plpython3u": "pg_catalog", "pg_trgm": "public", "btree_gin": "public"}
     assert conn.execute(
         "SELECT count(*) FROM pg_proc WHERE proname = 'similarity'"
         " AND pronamespace IN ('entity_resolver'::regnamespace, 'entity_resolver_internal'::regnamespace)"
@@ -259,7 +259,7 @@ def test_installer_upgrading_a_0_1_0_installation_equals_a_fresh_install_and_kee
     before = entity_state(old)
 
     report = install(old)
-    assert report.applied_migrations == [7, 8, 9]
+    assert report.applied_migrations == [7, 8, 9, 10]
     fresh = new_db()
     install(fresh)
     assert_same_catalog(old, fresh, ("0.1.0 upgraded", "fresh"))

@@ -203,7 +203,7 @@ def test_install_creates_the_extensions(empty_db):
     conn = empty_db()
     install(conn)
     exts = {r[0] for r in conn.execute("SELECT extname FROM pg_extension")}
-    assert {"plpython3u", "pg_trgm"} <= exts
+    assert {"plpython3u", "pg_trgm", "btree_gin"} <= exts
 
 
 def test_missing_plpython_names_the_os_package(empty_db, monkeypatch):
