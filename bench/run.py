@@ -113,7 +113,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               profile_size: Optional[int] = 100_000, profile_batches: int = 10,
               compare_fastupdate: bool = True, compare_flush: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
-              imports: bool = True, per_fact: bool = True,
+              imports: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
@@ -146,7 +146,6 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
             if imports:
                 say("imports: corpora and a 5,000-fact stream, default batch, batch 1 and 0.1.0")
                 result["imports"] = measure_imports(dsn)
-            if per_fact:
                 say("fact by fact: the corpora, one INSERT per transaction, against the baseline")
                 result["per_fact"] = measure_per_fact(dsn)
             for size in sizes:
