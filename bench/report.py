@@ -7,6 +7,7 @@ from typing import Any, Dict
 
 from bench.banks import markdown as banks_markdown
 from bench.imports import markdown as imports_markdown
+from bench.per_fact import markdown as per_fact_markdown
 from bench.limits import markdown as limits_markdown
 from bench.names import HUBS
 from bench.workloads import COMMUNITY, HUB_SHARE
@@ -54,6 +55,10 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
             value = four["mentions_per_second"]
             out[f"trigger with 4 writers at {entry['entities']:,} entities"] = {
                 "target": ">= 1000 mentions/s", "value": value, "met": value >= 1000}
+    ratio = result.get("per_fact", {}).get("current_over_baseline")
+    if ratio is not None:
+        out["fact by fact (one transaction per fact), facts/s ÷ before issue 16"] = {
+            "target": ">= 2.0", "value": ratio, "met": ratio >= 2.0}
     return out
 
 
@@ -177,6 +182,8 @@ def markdown(result: Dict[str, Any]) -> str:
         lines += ["", limits_markdown(result["limits"])]
     if result.get("imports"):
         lines += ["", imports_markdown(result["imports"])]
+    if result.get("per_fact"):
+        lines += ["", per_fact_markdown(result["per_fact"])]
     acc, ref = result.get("evaluation"), result.get("evaluation_reference")
     if acc:
         lines += ["", "## Accuracy (same run)", "",

@@ -34,6 +34,9 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
 5. imports the committed corpora and a seeded 5,000-fact stream into fresh
    databases at the default batch, fact by fact, and with the 0.1.0 release
    (``bench.imports``): a batch is a speed knob, never a different answer;
+   and replays the corpora one INSERT (one transaction) per fact, as eval
+   does, against the version before issue 16's per-fact work, with the
+   statements each fact runs (``bench.per_fact``);
 6. reads the benchmark backend's memory (/proc when the server is local, and
    pg_backend_memory_contexts; ``bench.machine``);
 7. profiles the PL/Python side at one size (``bench.profiling``): time per
@@ -62,6 +65,7 @@ from bench.imports import measure_imports
 from bench.latency import measure_latency, probe_plan
 from bench.limits import measure_max_calls
 from bench.machine import backend_memory, machine
+from bench.per_fact import measure_per_fact
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
 from bench.workloads import BATCH_MENTIONS, SCHEMA, SEED, build_bank, make_retain
@@ -146,6 +150,8 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
             if imports:
                 say("imports: corpora and a 5,000-fact stream, default batch, batch 1 and 0.1.0")
                 result["imports"] = measure_imports(dsn)
+                say("fact by fact: the corpora, one INSERT per transaction, against the baseline")
+                result["per_fact"] = measure_per_fact(dsn)
             for size in sizes:
                 say(f"{size:,} entities: building the bank")
                 _reset(conn)

@@ -20,8 +20,11 @@ one fact come from distinct families (families never resolve to each other),
 so each mention of a fact is its own entity and every count can be checked
 exactly: mention_count = links, cooccurrence_count = facts sharing the pair.
 
-Prints throughput, latency and error counts as JSON; exits 1 if any call
-failed or any invariant is broken.
+Prints throughput, latency and error counts as JSON: the writers' latency
+(p50, p99; the target is p99 under 1 s), and what each flush_stats() applied
+(entities + pairs) with the queue's length sampled every 0.2 s; the flushers
+are bounded by entity_resolver.flush_batch_rows (its default). Exits 1 if any
+call failed or any invariant is broken (latency is reported, not enforced).
 """
 
 from __future__ import annotations
@@ -205,6 +208,8 @@ class Stats:
         self.errors: Counter = Counter()
         self.latency: dict[str, list[float]] = {}
         self.samples: list[str] = []
+        self.flush_sizes: list[int] = []     # entities + pairs updated per flush_stats()
+        self.backlog: list[int] = []         # queue rows, sampled
 
     def ok(self, what: str, seconds: float, n: int = 1, **extra: int) -> None:
         with self.lock:
@@ -250,8 +255,11 @@ def writer(dsn: str, bank: str, flush_at_commit: bool, seed: int, stop: threadin
                      **{f"facts {bank}": len(facts)})
 
 
-def flusher(dsn: str, stop: threading.Event, stats: Stats, schema: str) -> None:
+def flusher(dsn: str, stop: threading.Event, stats: Stats, schema: str, every: float = 0.05,
+            batch_rows: int | None = None) -> None:
     with psycopg.connect(dsn, autocommit=True) as c:
+        if batch_rows is not None:
+            c.execute(sql.SQL("SET entity_resolver.flush_batch_rows = {}").format(sql.Literal(str(batch_rows))))
         statement = sql.SQL("SELECT * FROM {}.flush_stats()").format(sql.Identifier(schema))
         while not stop.is_set():
             started = time.perf_counter()
@@ -261,7 +269,20 @@ def flusher(dsn: str, stop: threading.Event, stats: Stats, schema: str) -> None:
                 stats.failed("flush", exc)
                 continue
             stats.ok("flush", time.perf_counter() - started, entities_applied=entities, pairs_applied=pairs)
-            stop.wait(0.05)
+            with stats.lock:
+                stats.flush_sizes.append(entities + pairs)
+            stop.wait(every)
+
+
+def backlog_monitor(conn_dsn: str, stop: threading.Event, stats: Stats, schema: str) -> None:
+    """Sample the queue's length (rows not applied yet) every 0.2 s, as a superuser."""
+    with psycopg.connect(conn_dsn, autocommit=True) as c:
+        statement = sql.SQL("SELECT count(*) FROM {}.stats_queue").format(sql.Identifier(schema))
+        while not stop.is_set():
+            (n,) = c.execute(statement).fetchone()
+            with stats.lock:
+                stats.backlog.append(n)
+            stop.wait(0.2)
 
 
 def reader(dsn: str, bank: str, seed: int, stop: threading.Event, stats: Stats, schema: str) -> None:
@@ -288,6 +309,15 @@ def reader(dsn: str, bank: str, seed: int, stop: threading.Event, stats: Stats, 
                 stats.failed("read", exc)
                 continue
             stats.ok("read", time.perf_counter() - started)
+
+
+def spread(values: list[int]) -> dict:
+    """p50, p99 and max of counts."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+    return {"p50": ordered[len(ordered) // 2], "p99": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+            "max": ordered[-1]}
 
 
 def percentiles(values: list[float]) -> dict:
@@ -339,7 +369,8 @@ def scratch_database(dsn: str | None, fsync: bool, keep: bool):
 
 
 def run(seconds: float = 60, writers: int = 16, flushers: int = 2, readers: int = 2, dsn: str | None = None,
-        fsync: bool = True, keep: bool = False, schema: str = "entity_resolver") -> dict:
+        fsync: bool = True, keep: bool = False, schema: str = "entity_resolver", flush_every: float = 0.05,
+        flush_batch_rows: int | None = None) -> dict:
     stats = Stats()
     with scratch_database(dsn, fsync, keep) as (conn, conninfo):
         install(conn, schema)
@@ -364,7 +395,9 @@ def run(seconds: float = 60, writers: int = 16, flushers: int = 2, readers: int 
             for n in range(flushers):
                 # Flushers run as the usage role: all banks (the tenant's role
                 # would flush its own bank only).
-                threads.append(threading.Thread(target=flusher, args=(conninfo(app), stop, stats, schema)))
+                threads.append(threading.Thread(target=flusher, args=(conninfo(app), stop, stats, schema,
+                                                                     flush_every, flush_batch_rows)))
+            threads.append(threading.Thread(target=backlog_monitor, args=(conninfo(), stop, stats, schema)))
             for n in range(readers):
                 bank = bank_names[n % len(bank_names)]
                 threads.append(threading.Thread(target=reader, args=(
@@ -377,6 +410,11 @@ def run(seconds: float = 60, writers: int = 16, flushers: int = 2, readers: int 
             for t in threads:
                 t.join(120)
             elapsed = time.perf_counter() - started
+            # The flushers' bound (the default), then a final flush that
+            # drains the queue in one call (no bound).
+            batch_rows = flush_batch_rows if flush_batch_rows is not None else conn.execute(
+                sql.SQL("SELECT {}._flush_batch_rows()").format(sql.Identifier(schema + "_internal"))).fetchone()[0]
+            conn.execute("SET entity_resolver.flush_batch_rows = 0")
             final = conn.execute(sql.SQL("SELECT * FROM {}.flush_stats()").format(s)).fetchone()
             problems = check_invariants(conn, schema, one_mention_per_entity_per_fact=True)
             per_bank = {b: dict(zip(("entities", "facts"), conn.execute(
@@ -400,7 +438,16 @@ def run(seconds: float = 60, writers: int = 16, flushers: int = 2, readers: int 
         "write_latency": percentiles(stats.latency.get("write", [])),
         "write_latency_by_kind": {k: dict(percentiles(v), statements=len(v))
                                   for k, v in sorted(stats.latency.items()) if k.startswith("write ")},
+        "write_p99_under_1s": bool(stats.latency.get("write"))
+                              and percentiles(stats.latency["write"])["p99_ms"] < 1000,
+        "flush_every_seconds": flush_every,
         "flushes": c["flush"], "flushed_entities": c["entities_applied"], "flushed_pairs": c["pairs_applied"],
+        "flush_latency": percentiles(stats.latency.get("flush", [])),
+        # What each flush_stats() applied (entities + pairs updated, after
+        # aggregation), and the queue's length sampled every 0.2 s.
+        "flush_sizes": spread(stats.flush_sizes),
+        "backlog_rows": spread(stats.backlog),
+        "flush_batch_rows": batch_rows,
         "final_flush": {"entities": final[0], "pairs": final[1]},
         "reads": c["read"], "reads_per_second": round(c["read"] / elapsed, 1),
         "read_latency": percentiles(stats.latency.get("read", [])),
@@ -420,13 +467,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fsync", action="store_true", help="private cluster only: fsync off")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database (with --dsn)")
     parser.add_argument("--schema", default="entity_resolver")
+    parser.add_argument("--flush-every", type=float, default=0.05, help="seconds between a flusher's calls")
+    parser.add_argument("--flush-batch-rows", type=int,
+                        help="the flushers' entity_resolver.flush_batch_rows (default: the setting's default)")
     args = parser.parse_args(argv)
     result = run(args.seconds, args.writers, args.flushers, args.readers, args.dsn, not args.no_fsync,
-                 args.keep, args.schema)
+                 args.keep, args.schema, args.flush_every, args.flush_batch_rows)
     print(json.dumps(result, indent=2, ensure_ascii=False))
     ok = not result["errors"] and not result["invariant_violations"]
     print(f"\nsoak: {result['facts']} facts ({result['facts_per_second']}/s) by {args.writers} writers in "
           f"{result['seconds']} s, {result['flushes']} flushes, {result['reads']} reads; "
+          f"writes p50 {result['write_latency'].get('p50_ms')} ms, p99 {result['write_latency'].get('p99_ms')} ms "
+          f"(target < 1000 ms: {'met' if result['write_p99_under_1s'] else 'NOT MET'}); "
           f"{sum(result['errors'].values())} errors, {len(result['invariant_violations'])} invariant violations"
           f" -> {'OK' if ok else 'FAILED'}", file=sys.stderr)
     return 0 if ok else 1

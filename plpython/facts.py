@@ -47,7 +47,16 @@ def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
     """The facts trigger (see the module docstring)."""
     if not ids:
         return
-    db.run(plpy, "check_banks", SQL_CHECK_BANKS, ["text[]"], [bank_ids])
+    # The statement's statements are counted from here (last_call_statements).
+    db.start_call()
+    if len(set(bank_ids)) > 1:
+        # Every bank id before any work: an error names the first bad row.
+        db.run(plpy, "check_banks", SQL_CHECK_BANKS, ["text[]"], [bank_ids])
+        argument = "bank_id"
+    else:
+        # One bank (fact by fact, always): the bank's first statement checks
+        # it, naming the first row as the check above would.
+        argument = "bank_id (inserted row 1)"
     calls = {}
     for row_no, (bank_id, unit_id, raw, event_date) in enumerate(
             zip(bank_ids, ids, mentions, event_dates), 1):
@@ -59,7 +68,7 @@ def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
     # Banks in a fixed order, so that two statements spanning the same banks
     # take their locks in the same order.
     for bank_id in sorted(calls):
-        resolve.resolve_call(plpy, bank_id, calls[bank_id], None)
+        resolve.resolve_call(plpy, bank_id, calls[bank_id], None, argument=argument, count_from_here=False)
 
 
 def retain_sql(plpy, bank_id, unit_id, mentions, event_date):

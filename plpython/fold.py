@@ -61,9 +61,18 @@ SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[]) WITH ORDI
 """ % ord(trigrams.SEPARATOR)
 
 
-def fold_call(plpy, texts, dates, probe, date_arguments, n_keys):
-    """fold(), plus the trigrams of the first ``n_keys`` texts (show_trgm of their lowered form)."""
+def fold_call(plpy, texts, dates, probe, date_arguments, n_keys, dates_checked=False):
+    """fold(), plus the trigrams of the first ``n_keys`` texts (show_trgm of their lowered form).
+
+    ``dates_checked``: every date is the text of a timestamptz PostgreSQL
+    already read (a column or an argument), which reads back without error:
+    no subtransaction is needed to name a bad one.
+    """
     plan = db.plan(plpy, "fold_call", SQL_FOLD_CALL, ["text[]", "text[]", "text", "int"])
+    if dates_checked:
+        row = db.execute(plpy, plan, [texts, dates, repr(float(probe)), n_keys])[0]
+        _check_range(row, date_arguments)
+        return row["lowered"], row["epochs"], row["dates"], row["trigrams"]
     with db.attempt(plpy) as outcome:
         row = db.execute(plpy, plan, [texts, dates, repr(float(probe)), n_keys])[0]
     if outcome.error is not None:
@@ -90,7 +99,11 @@ class Folded(NamedTuple):
 
 
 def _dates(facts, items, fact_of, default_event_date):
-    """Each item's date and the argument that names it: its own, its fact's, or the call's."""
+    """Each item's date and the argument that names it: its own, its fact's, or the call's.
+
+    Only an item's own date is text from the caller; a fact's date and the
+    call's are timestamptz values (a column of facts, an argument) as text.
+    """
     dates, arguments = [], []
     for i, it in enumerate(items):
         fact = facts[fact_of[i]]
@@ -127,7 +140,8 @@ def fold_facts(plpy, facts, default_event_date, probe_at: float, typed: bool) ->
             type_at.append(None)
     dates, arguments = _dates(facts, items, fact_of, default_event_date)
     n = len(items)
-    lowered, epochs, canon, tri = fold_call(plpy, texts, dates, probe_at, arguments, n)
+    own_dates = any(it.get("event_date") is not None for it in items)
+    lowered, epochs, canon, tri = fold_call(plpy, texts, dates, probe_at, arguments, n, dates_checked=not own_dates)
     keys = lowered[:n]
     fact_spans, start = [], 0
     for f in facts:

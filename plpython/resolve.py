@@ -269,9 +269,14 @@ def _record_fact(call: Call, fact_index: int, fact: Fact, outcomes: List[Outcome
 
 
 def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, write: bool = True,
-                 argument: str = "bank_id") -> List[List[Outcome]]:
-    """Resolve the facts of a call in order; return each fact's outcomes (one per item, in order)."""
-    db.start_call()
+                 argument: str = "bank_id", count_from_here: bool = True) -> List[List[Outcome]]:
+    """Resolve the facts of a call in order; return each fact's outcomes (one per item, in order).
+
+    ``count_from_here``: last_call_statements counts from this call (the
+    facts trigger counts its whole statement instead).
+    """
+    if count_from_here:
+        db.start_call()
     items = [it for f in facts for it in f.items]
     if not items:
         banks.check_bank(plpy, bank_id, argument)

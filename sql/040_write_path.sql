@@ -226,6 +226,7 @@ DECLARE
     p_dates timestamptz[];
     p_recompute boolean[];
     stale uuid[];
+    budget bigint;
 BEGIN
     PERFORM _lock_bank(b);
     -- 1. Claim. Rows another flusher has locked are skipped, not waited for:
@@ -234,15 +235,38 @@ BEGIN
     IF own_transaction_only THEN
         -- Rows of this transaction are invisible to everyone else. (A
         -- transaction without an id has queued nothing: none is assigned.)
+        -- Not bounded: they are this transaction's own writes, and they
+        -- cannot be split over transactions.
         SELECT array_agg(q.id) INTO claim_ids
         FROM stats_queue AS q
         WHERE q.txid = pg_current_xact_id_if_assigned() AND q.bank_id = b;
     ELSE
+        -- The backlog: at most the transaction's remaining budget of rows
+        -- (entity_resolver.flush_batch_rows, _flush_budget), oldest first, so
+        -- that a flush holds its entity rows only briefly and a decrement is
+        -- never applied before the increment it takes back (that was queued
+        -- first, by a transaction committed before). What is left stays
+        -- queued for the next flush.
+        budget := _flush_budget();
+        IF budget = 0 THEN
+            entities_updated := 0;
+            pairs_updated := 0;
+            RETURN;
+        END IF;
         SELECT array_agg(s.id) INTO claim_ids
         FROM (
             SELECT q.id FROM stats_queue AS q WHERE q.bank_id = b
+            ORDER BY q.id
+            LIMIT budget
             FOR UPDATE SKIP LOCKED
         ) AS s;
+        IF budget IS NOT NULL THEN
+            PERFORM set_config(
+                'entity_resolver.flush_budget_{{ code_version }}',
+                (budget - coalesce(cardinality(claim_ids), 0))::text,
+                TRUE
+            );
+        END IF;
     END IF;
     entities_updated := 0;
     pairs_updated := 0;
@@ -396,6 +420,62 @@ COMMENT ON FUNCTION {{ internal }}._flush_bank(text, boolean) IS
 'Internal: claim one bank''s queued statistics (all visible rows, or this transaction''s own), '
 'apply them aggregated in sorted key order; recompute dates and remove orphans after forgetting.';
 
+-- How many queue rows one transaction's flush_stats may still apply: the
+-- budget set by _flush_queue from entity_resolver.flush_batch_rows, kept in a
+-- transaction-local setting that _flush_bank lowers as it claims rows. NULL:
+-- no bound.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_budget()
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    left_over text := coalesce(current_setting('entity_resolver.flush_budget_{{ code_version }}', TRUE), '');
+BEGIN
+    IF left_over = '' THEN
+        -- Not inside _flush_queue (a direct call): the setting itself.
+        RETURN _flush_batch_rows();
+    END IF;
+    RETURN CASE WHEN left_over = 'none' THEN NULL ELSE left_over::bigint END;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_budget() IS
+'Internal: the queue rows this transaction''s flush_stats may still apply (NULL: no bound).';
+
+-- entity_resolver.flush_batch_rows: the most queue rows one flush_stats
+-- applies (one transaction). A flush locks the entity rows it updates until
+-- it commits, and a writer whose commit flush needs one of them waits for it:
+-- the bound keeps that wait short whatever the backlog. 0 means no bound.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_batch_rows()
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    raw text := btrim(coalesce(current_setting('entity_resolver.flush_batch_rows', TRUE), ''));
+    n bigint;
+BEGIN
+    IF raw = '' THEN
+        RETURN 5000;
+    END IF;
+    IF raw !~ '^[0-9]{1,18}$' THEN
+        RAISE EXCEPTION 'entity_resolver.flush_batch_rows: must be a whole number of queue rows (0: no bound), got %',
+            quote_literal(raw)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    n := raw::bigint;
+    RETURN CASE WHEN n = 0 THEN NULL ELSE n END;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_batch_rows() IS
+'Internal: entity_resolver.flush_batch_rows, the most queue rows one flush_stats applies (NULL: no bound).';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._flush_queue(
     bank_id text,
     own_transaction_only boolean,
@@ -424,11 +504,24 @@ BEGIN
     END IF;
     entities_updated := 0;
     pairs_updated := 0;
+    IF NOT own_transaction_only THEN
+        -- One budget for the whole call, whatever the number of banks: the
+        -- locks of every bank's flush are held until the transaction ends.
+        PERFORM set_config(
+            'entity_resolver.flush_budget_{{ code_version }}',
+            coalesce(_flush_batch_rows()::text, 'none'),
+            TRUE
+        );
+    END IF;
     FOREACH one IN ARRAY coalesce(banks, '{}') LOOP
         SELECT f.entities_updated, f.pairs_updated INTO e, p FROM _flush_bank(one, own_transaction_only) AS f;
         entities_updated := entities_updated + e;
         pairs_updated := pairs_updated + p;
     END LOOP;
+    IF NOT own_transaction_only THEN
+        -- A later flush in the same transaction starts a budget of its own.
+        PERFORM set_config('entity_resolver.flush_budget_{{ code_version }}', '', TRUE);
+    END IF;
 END;
 $$;
 
@@ -454,7 +547,8 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.flush_stats(text) IS
 'Apply queued mention and co-occurrence statistics (one bank, or all when NULL), aggregated, '
-'in sorted key order; safe to run from many sessions at once. Returns rows updated.';
+'in sorted key order, at most entity_resolver.flush_batch_rows queue rows (default 5000, oldest first; '
+'0: no bound); safe to run from many sessions at once. Returns rows updated.';
 
 -- ---------------------------------------------------------------------------
 -- Flush at commit

@@ -178,8 +178,9 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.flush_stats(text) IS
 'Apply queued mention and co-occurrence statistics (one bank, or all when NULL), aggregated, '
-'in sorted key order; safe to run from many sessions at once. Returns rows updated. '
-'Distributed: one call per bank, on the node holding it.';
+'in sorted key order, at most entity_resolver.flush_batch_rows queue rows (default 5000, oldest first; '
+'0: no bound); safe to run from many sessions at once. Returns rows updated. '
+'Distributed: one call per bank, on the node holding it, bounded by the setting there.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._install_distribute(shard_count integer)
 RETURNS jsonb

@@ -983,7 +983,8 @@ def bench_cmd(
     writer_seconds: Annotated[float, typer.Option("--writer-seconds", min=0.1, help="Seconds per write-throughput run.")] = 12.0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
     imports: Annotated[bool, typer.Option("--imports/--no-imports", help="Also time imports: default batch, "
-                                          "batch 1 and the 0.1.0 release (about 2 minutes).")] = True,
+                                          "batch 1 and the 0.1.0 release, and the fact-by-fact replay against the "
+                                          "version before issue 16 (about 4 minutes).")] = True,
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
                                         "workers on this machine (per-call delegation cost, facts/s); figures into "
                                         "docs/scaling.md. Needs Citus installed (make citus).")] = False,

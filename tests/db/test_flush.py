@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import psycopg
 import pytest
 from helpers import make_bank
@@ -194,3 +197,95 @@ def test_queued_pair_of_a_deleted_entity_is_dropped(manual):
 def test_flush_stats_rejects_an_empty_bank_id(conn):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="^bank_id:"):
         conn.execute("SELECT entity_resolver.flush_stats('')")
+
+
+# -- the bound: entity_resolver.flush_batch_rows -----------------------------------
+
+def test_flush_stats_applies_at_most_flush_batch_rows_and_leaves_the_rest_queued(manual):
+    ent = make_bank(manual, "team", ["Acme", "Oslo"])
+    for n in range(5):
+        queue(manual, "team", ent["Acme"], increment=1)
+        queue(manual, "team", ent["Oslo"], increment=10)
+    manual.execute("SET entity_resolver.flush_batch_rows = 3")
+    manual.execute("SELECT entity_resolver.flush_stats()")
+    # Oldest first: Acme, Oslo, Acme.
+    assert (count_of(manual, ent["Acme"]), count_of(manual, ent["Oslo"]), queued(manual)) == (2, 10, 7)
+    # Repeated flushes drain the queue, every row applied exactly once.
+    flushes = 1
+    while queued(manual):
+        manual.execute("SELECT entity_resolver.flush_stats()")
+        flushes += 1
+    assert flushes == 4
+    assert (count_of(manual, ent["Acme"]), count_of(manual, ent["Oslo"])) == (5, 50)
+
+
+def test_the_bound_holds_for_one_call_over_every_bank(manual):
+    a = make_bank(manual, "a", ["Acme"])
+    b = make_bank(manual, "b", ["Oslo"])
+    for _ in range(3):
+        queue(manual, "a", a["Acme"])
+        queue(manual, "b", b["Oslo"])
+    manual.execute("SET entity_resolver.flush_batch_rows = 4")
+    manual.execute("SELECT entity_resolver.flush_stats()")
+    # Bank a first (banks in order), then what is left of the budget for b.
+    assert (count_of(manual, a["Acme"]), count_of(manual, b["Oslo"]), queued(manual)) == (3, 1, 2)
+    manual.execute("SELECT entity_resolver.flush_stats('b')")
+    assert (count_of(manual, b["Oslo"]), queued(manual)) == (3, 0)
+
+
+def test_two_bounded_flushes_in_one_transaction_each_have_the_bound(manual):
+    ent = make_bank(manual, "team", ["Acme"])
+    for _ in range(5):
+        queue(manual, "team", ent["Acme"])
+    manual.execute("SET entity_resolver.flush_batch_rows = 2")
+    with manual.transaction():
+        manual.execute("SELECT entity_resolver.flush_stats()")
+        manual.execute("SELECT entity_resolver.flush_stats()")
+    assert (count_of(manual, ent["Acme"]), queued(manual)) == (4, 1)
+
+
+def test_flush_batch_rows_zero_means_no_bound_and_the_default_bounds(manual):
+    ent = make_bank(manual, "team", ["Acme"])
+    manual.execute(
+        "INSERT INTO entity_resolver.stats_queue (bank_id, entity_id, increment)"
+        " SELECT 'team', %s, 1 FROM generate_series(1, 5001)", (ent["Acme"],))
+    manual.execute("SELECT entity_resolver.flush_stats()")
+    assert (count_of(manual, ent["Acme"]), queued(manual)) == (5000, 1)     # the default, 5000
+    manual.execute(
+        "INSERT INTO entity_resolver.stats_queue (bank_id, entity_id, increment)"
+        " SELECT 'team', %s, 1 FROM generate_series(1, 6000)", (ent["Acme"],))
+    manual.execute("SET entity_resolver.flush_batch_rows = 0")
+    manual.execute("SELECT entity_resolver.flush_stats()")
+    assert (count_of(manual, ent["Acme"]), queued(manual)) == (11001, 0)
+
+
+def test_the_commit_flush_applies_all_its_own_rows_whatever_the_bound(conn, connect):
+    ent = make_bank(conn, "team", ["Acme"])
+    conn.execute("SET entity_resolver.flush_batch_rows = 1")
+    with conn.transaction():
+        for _ in range(4):
+            queue(conn, "team", ent["Acme"])
+    assert (count_of(connect(), ent["Acme"]), queued(conn)) == (4, 0)
+
+
+@pytest.mark.parametrize("value", ["-1", "lots", "1.5"])
+def test_an_invalid_flush_batch_rows_is_an_error_naming_it(manual, value):
+    ent = make_bank(manual, "team", ["Acme"])
+    queue(manual, "team", ent["Acme"])
+    manual.execute("SELECT set_config('entity_resolver.flush_batch_rows', %s, false)", (value,))
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="entity_resolver.flush_batch_rows"):
+        manual.execute("SELECT entity_resolver.flush_stats()")
+
+
+def test_the_documented_drain_loop_applies_the_backlog_in_bounded_transactions(manual):
+    # docs/write-path.md's DO block, run as written (outside a transaction).
+    page = (Path(__file__).resolve().parents[2] / "docs" / "write-path.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```sql\n(.*?)```", page, re.S) if "flush_batch_rows = 20000" in b)
+    loop = block[block.index("DO $$"):]
+    ent = make_bank(manual, "team", ["Acme"])
+    manual.execute(
+        "INSERT INTO entity_resolver.stats_queue (bank_id, entity_id, increment)"
+        " SELECT 'team', %s, 1 FROM generate_series(1, 7)", (ent["Acme"],))
+    manual.execute("SET entity_resolver.flush_batch_rows = 2")
+    manual.execute(loop)
+    assert (count_of(manual, ent["Acme"]), queued(manual)) == (7, 0)

@@ -150,6 +150,33 @@ def test_empty_bank_id_is_rejected_even_without_mentions(conn):
     assert "bank_id (inserted row 1)" in str(caught.value)
 
 
+@pytest.mark.parametrize("banks, row", [
+    (["  ", "  ", "  "], 1),          # one bank in the statement: its first statement checks it
+    (["team", "", "x" * 101], 2),     # several banks: all checked first, the first bad row named
+    (["x" * 101, "team", ""], 1),
+])
+def test_a_bad_bank_id_names_the_first_bad_row(conn, banks, row):
+    with pytest.raises(psycopg.Error) as caught:
+        conn.execute("INSERT INTO entity_resolver.facts (bank_id, mentions)"
+                     " SELECT b, '[\"Oslo\"]' FROM unnest(%s::text[]) WITH ORDINALITY AS u (b, i) ORDER BY i",
+                     (banks,))
+    assert f"bank_id (inserted row {row}):" in str(caught.value)
+    assert conn.execute("SELECT count(*) FROM entity_resolver.entities").fetchone()[0] == 0
+
+
+def test_a_fact_inserted_alone_runs_the_resolvers_fixed_handful_of_statements(conn):
+    insert_facts(conn, "team", [["Acme", "Oslo"]])
+    insert_facts(conn, "team", [["Acme", "Oslo"]])
+    # bank (with the bank id check), fold, exact names, candidates, context, write
+    assert conn.execute("SELECT entity_resolver_internal._last_call_statements()").fetchone()[0] == 6
+    insert_facts(conn, "other", [["Acme"]])
+    conn.execute("INSERT INTO entity_resolver.facts (bank_id, mentions)"
+                 " VALUES ('team', '[\"Acme\", \"Oslo\"]'), ('other', '[\"Acme\"]')")
+    # Two banks: their ids checked first, then each bank's handful (one
+    # mention in "other": no context to read).
+    assert conn.execute("SELECT entity_resolver_internal._last_call_statements()").fetchone()[0] == 1 + 6 + 5
+
+
 def test_hostile_looking_names_are_stored_literally(conn):
     name = "Robert'); DROP TABLE facts; --"
     insert_facts(conn, "team", [[name, "Wren 🎵", "مرحبا"]])
