@@ -8,6 +8,17 @@
 -- rebuild_stats compares the kept numbers (plus what is queued and not yet
 -- applied) with the record, and can make them equal.
 
+-- Signatures of 0.2.0's development that used the row types of entities and
+-- operations: Citus propagates no such function to the workers, where the
+-- corrections run on a distributed installation. Their replacements take
+-- plain types; a re-install of a development database drops the old ones.
+DROP FUNCTION IF EXISTS {{ internal }}._entity(text, uuid, text);
+DROP FUNCTION IF EXISTS {{ internal }}._check_correctable({{ schema }}.entities, text);
+DROP FUNCTION IF EXISTS {{ internal }}._undo_merge(text, {{ schema }}.operations);
+DROP FUNCTION IF EXISTS {{ internal }}._undo_split(text, {{ schema }}.operations);
+DROP FUNCTION IF EXISTS {{ internal }}._undo_rename(text, {{ schema }}.operations);
+DROP FUNCTION IF EXISTS {{ internal }}._undo_forget(text, {{ schema }}.operations);
+
 CREATE OR REPLACE FUNCTION {{ internal }}._entity_stats(bank_id text)
 RETURNS TABLE (
     id uuid, name text, orphan boolean,
@@ -272,6 +283,7 @@ SET search_path = {{ search_path }}
 AS $$
 DECLARE
     owner oid;
+    curators name[];
 BEGIN
     -- Superusers and the tables' owner may; anyone else needs a binding of
     -- the bank with may_curate (grant_curation) to a role it has the
@@ -286,16 +298,15 @@ BEGIN
         RETURN;
     END IF;
     -- Two statements: a statement reading bank_roles needs the privilege
-    -- to, whether or not its first condition holds.
+    -- to, whether or not its first condition holds. The bank's curators are
+    -- read before the catalog is: Citus would run a subquery on pg_roles
+    -- next to a distributed table as a query of pg_authid, which only
+    -- superusers may read.
     IF pg_has_role(_role_name('curator'), 'USAGE') THEN
-        IF EXISTS (
-            SELECT 1
-            FROM bank_roles AS b
-            WHERE
-                b.bank_id = _check_curator.bank_id
-                AND b.may_curate
-                AND b.role_name IN (SELECT r.rolname FROM pg_roles AS r WHERE pg_has_role(r.oid, 'USAGE'))
-        ) THEN
+        curators := ARRAY(
+            SELECT b.role_name FROM bank_roles AS b WHERE b.bank_id = _check_curator.bank_id AND b.may_curate
+        );
+        IF EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = ANY(curators) AND pg_has_role(r.oid, 'USAGE')) THEN
             RETURN;
         END IF;
     END IF;
@@ -346,44 +357,51 @@ COMMENT ON FUNCTION {{ internal }}._correction_begin(text, boolean) IS
 'Internal: the start of every correction: bank_id and dry_run checked, curation checked; unless a dry run, '
 'the bank locked exclusive and its queued statistics applied.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._entity(bank_id text, entity_id uuid, argument text)
-RETURNS {{ schema }}.entities
+CREATE OR REPLACE FUNCTION {{ internal }}._find_entity(bank_id text, entity_id uuid, argument text)
+RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    found_row entities;
+    found_row jsonb;
     forwarded uuid;
 BEGIN
-    IF _entity.entity_id IS NULL THEN
+    -- The row as jsonb (callers: jsonb_populate_record(NULL::entities, ...)):
+    -- Citus propagates to the workers no function whose signature uses a
+    -- distributed table's row type, and corrections run on the bank's worker.
+    IF _find_entity.entity_id IS NULL THEN
         RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT e.* INTO found_row
+    SELECT to_jsonb(e) INTO found_row
     FROM entities AS e
-    WHERE e.bank_id = _entity.bank_id AND e.id = _entity.entity_id;
+    WHERE e.bank_id = _find_entity.bank_id AND e.id = _find_entity.entity_id;
     IF FOUND THEN
         RETURN found_row;
     END IF;
     SELECT f.new_id INTO forwarded
     FROM entity_forwards AS f
-    WHERE f.bank_id = _entity.bank_id AND f.old_id = _entity.entity_id;
+    WHERE f.bank_id = _find_entity.bank_id AND f.old_id = _find_entity.entity_id;
     IF forwarded IS NOT NULL THEN
         RAISE EXCEPTION '%: % is not an entity of bank % any more: it was merged into %',
-            argument, _entity.entity_id, quote_literal(_entity.bank_id), forwarded
+            argument, _find_entity.entity_id, quote_literal(_find_entity.bank_id), forwarded
             USING ERRCODE = 'invalid_parameter_value',
             HINT = 'current_entity(bank_id, id) follows merges.';
     END IF;
-    RAISE EXCEPTION '%: % is not an entity of bank %', argument, _entity.entity_id, quote_literal(_entity.bank_id)
+    RAISE EXCEPTION '%: % is not an entity of bank %', argument, _find_entity.entity_id,
+        quote_literal(_find_entity.bank_id)
         USING ERRCODE = 'invalid_parameter_value';
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._entity(text, uuid, text) IS
-'Internal: an entity of the bank by id, or an error naming the argument (22004, 22023; says where a merged id went).';
+COMMENT ON FUNCTION {{ internal }}._find_entity(text, uuid, text) IS
+'Internal: an entity of the bank by id, as jsonb (its row), or an error naming the argument (22004, 22023; says '
+'where a merged id went).';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._check_correctable(one {{ schema }}.entities, argument text)
+CREATE OR REPLACE FUNCTION {{ internal }}._check_correctable(
+    entity_id uuid, entity_kind text, canonical_name text, argument text
+)
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
@@ -394,15 +412,15 @@ BEGIN
     -- A label mention resolves by exact name only (never through an alias),
     -- and its names come from the bank's vocabulary: merging, splitting or
     -- renaming a label would make names its mentions can no longer reach.
-    IF one.entity_kind = 'label' THEN
+    IF _check_correctable.entity_kind = 'label' THEN
         RAISE EXCEPTION '%: % (%) is a label; labels are corrected in the vocabulary (set_entity_labels)',
-            argument, one.id, quote_literal(one.canonical_name)
+            argument, _check_correctable.entity_id, quote_literal(_check_correctable.canonical_name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._check_correctable({{ schema }}.entities, text) IS
+COMMENT ON FUNCTION {{ internal }}._check_correctable(uuid, text, text, text) IS
 'Internal: refuse a label entity where names are corrected (merge, split, rename, aliases).';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._check_name(
@@ -614,6 +632,8 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
+DECLARE
+    present uuid[];
 BEGIN
     -- The pairs of these entities as the image holds them, then corrected
     -- to the record (nothing to correct unless facts came or went since).
@@ -621,12 +641,20 @@ BEGIN
     WHERE
         c.bank_id = _restore_pairs.bank_id
         AND (c.entity_id_1 = ANY(_restore_pairs.entity_ids) OR c.entity_id_2 = ANY(_restore_pairs.entity_ids));
+    -- Which of the image's entities exist, first: Citus refuses a subquery
+    -- on a table correlated with the rows of a set-returning function.
+    present := ARRAY(
+        SELECT DISTINCT x.id
+        FROM jsonb_populate_recordset(NULL::entity_cooccurrences, _restore_pairs.image) AS r,
+            LATERAL (VALUES (r.entity_id_1), (r.entity_id_2)) AS x (id)
+    );
+    present := ARRAY(
+        SELECT e.id FROM entities AS e WHERE e.bank_id = _restore_pairs.bank_id AND e.id = ANY(present)
+    );
     INSERT INTO entity_cooccurrences
     SELECT r.*
     FROM jsonb_populate_recordset(NULL::entity_cooccurrences, _restore_pairs.image) AS r
-    WHERE
-        EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = r.bank_id AND e.id = r.entity_id_1)
-        AND EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = r.bank_id AND e.id = r.entity_id_2)
+    WHERE r.entity_id_1 = ANY(present) AND r.entity_id_2 = ANY(present)
     ORDER BY r.entity_id_1, r.entity_id_2
     ON CONFLICT ON CONSTRAINT entity_cooccurrences_pkey DO NOTHING;
     PERFORM _recount(_restore_pairs.bank_id, _restore_pairs.entity_ids, FALSE);
@@ -643,28 +671,39 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
+DECLARE
+    units uuid[];
+    linked uuid[];
+    dates timestamptz[];
 BEGIN
     -- A unit with links links every entity its mentions went to. After an
     -- undo restores a unit's links from the image, a mention the unit
-    -- gained since (retain on the same unit) keeps its link.
+    -- gained since (retain on the same unit) keeps its link, dated as the
+    -- unit's other links. Read first, then inserted: Citus refuses an
+    -- INSERT ... SELECT with subqueries here.
+    SELECT
+        array_agg(m.unit_id ORDER BY m.unit_id, m.entity_id),
+        array_agg(m.entity_id ORDER BY m.unit_id, m.entity_id),
+        array_agg(d.latest ORDER BY m.unit_id, m.entity_id)
+    INTO units, linked, dates
+    FROM (
+        SELECT DISTINCT x.unit_id, x.entity_id
+        FROM mentions AS x
+        WHERE
+            x.bank_id = _relink_mentions.bank_id
+            AND x.unit_id = ANY(_relink_mentions.unit_ids)
+            AND x.entity_id = ANY(_relink_mentions.entity_ids)
+    ) AS m
+    INNER JOIN (
+        SELECT ue.unit_id, max(ue.event_date) AS latest
+        FROM unit_entities AS ue
+        WHERE ue.bank_id = _relink_mentions.bank_id AND ue.unit_id = ANY(_relink_mentions.unit_ids)
+        GROUP BY ue.unit_id
+    ) AS d ON m.unit_id = d.unit_id;
     INSERT INTO unit_entities (bank_id, unit_id, entity_id, event_date)
-    SELECT DISTINCT ON (m.unit_id, m.entity_id)
-        m.bank_id,
-        m.unit_id,
-        m.entity_id,
-        (
-            SELECT max(ue.event_date) FROM unit_entities AS ue
-            WHERE ue.bank_id = m.bank_id AND ue.unit_id = m.unit_id
-        )
-    FROM mentions AS m
-    WHERE
-        m.bank_id = _relink_mentions.bank_id
-        AND m.unit_id = ANY(_relink_mentions.unit_ids)
-        AND m.entity_id = ANY(_relink_mentions.entity_ids)
-        AND EXISTS (
-            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = m.bank_id AND ue.unit_id = m.unit_id
-        )
-    ORDER BY m.unit_id, m.entity_id
+    SELECT _relink_mentions.bank_id, u.unit_id, u.entity_id, u.event_date
+    FROM unnest(units, linked, dates) AS u (unit_id, entity_id, event_date)
+    ORDER BY u.unit_id, u.entity_id
     ON CONFLICT ON CONSTRAINT unit_entities_pkey DO NOTHING;
 END;
 $$;
@@ -686,8 +725,10 @@ AS $$
     FROM entities AS e
     WHERE
         e.bank_id = _orphans.bank_id AND e.id = ANY(_orphans.entity_ids) AND NOT e.curated
-        AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = e.bank_id AND m.entity_id = e.id)
-        AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = e.bank_id AND ue.entity_id = e.id)
+        AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = _orphans.bank_id AND m.entity_id = e.id)
+        AND NOT EXISTS (
+            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _orphans.bank_id AND ue.entity_id = e.id
+        )
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._orphans(text, uuid[]) IS
@@ -711,9 +752,11 @@ BEGIN
         WHERE
             e.bank_id = _remove_orphans.bank_id AND e.id = ANY(_remove_orphans.entity_ids) AND NOT e.curated
             AND NOT coalesce(_remove_orphans.were, '[]') ? e.id::text
-            AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = e.bank_id AND m.entity_id = e.id)
             AND NOT EXISTS (
-                SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = e.bank_id AND ue.entity_id = e.id
+                SELECT 1 FROM mentions AS m WHERE m.bank_id = _remove_orphans.bank_id AND m.entity_id = e.id
+            )
+            AND NOT EXISTS (
+                SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _remove_orphans.bank_id AND ue.entity_id = e.id
             )
         RETURNING e.id
     )
@@ -777,12 +820,12 @@ BEGIN
     END IF;
     PERFORM _correction_begin(b, merge_entities.dry_run);
 
-    target := _entity(b, merge_entities.target_id, 'target_id');
-    PERFORM _check_correctable(target, 'target_id');
+    target := jsonb_populate_record(NULL::entities, _find_entity(b, merge_entities.target_id, 'target_id'));
+    PERFORM _check_correctable(target.id, target.entity_kind, target.canonical_name, 'target_id');
     -- In the order given: the first bad one is named.
     FOREACH source IN ARRAY merge_entities.source_ids LOOP
-        one := _entity(b, source, 'source_ids');
-        PERFORM _check_correctable(one, 'source_ids');
+        one := jsonb_populate_record(NULL::entities, _find_entity(b, source, 'source_ids'));
+        PERFORM _check_correctable(one.id, one.entity_kind, one.canonical_name, 'source_ids');
     END LOOP;
     sources := ARRAY(SELECT DISTINCT s.id FROM unnest(merge_entities.source_ids) AS s (id) ORDER BY s.id);
     everyone := sources || target.id;
@@ -981,8 +1024,8 @@ BEGIN
     END IF;
     PERFORM _correction_begin(b, split_entity.dry_run);
 
-    one := _entity(b, split_entity.entity_id, 'entity_id');
-    PERFORM _check_correctable(one, 'entity_id');
+    one := jsonb_populate_record(NULL::entities, _find_entity(b, split_entity.entity_id, 'entity_id'));
+    PERFORM _check_correctable(one.id, one.entity_kind, one.canonical_name, 'entity_id');
     units := ARRAY(SELECT DISTINCT u.id FROM unnest(split_entity.unit_ids) AS u (id) ORDER BY u.id);
     SELECT u.id INTO missing
     FROM unnest(split_entity.unit_ids) WITH ORDINALITY AS u (id, ord)
@@ -1099,8 +1142,8 @@ BEGIN
         RAISE EXCEPTION 'new_name: must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     PERFORM _correction_begin(b, FALSE);
-    one := _entity(b, rename_entity.entity_id, 'entity_id');
-    PERFORM _check_correctable(one, 'entity_id');
+    one := jsonb_populate_record(NULL::entities, _find_entity(b, rename_entity.entity_id, 'entity_id'));
+    PERFORM _check_correctable(one.id, one.entity_kind, one.canonical_name, 'entity_id');
     -- Its own name in another case, or one of its own aliases, is allowed.
     key := _check_name(b, rename_entity.new_name, 'new_name', one.id);
     IF rename_entity.new_name = one.canonical_name THEN
@@ -1169,8 +1212,8 @@ BEGIN
         RAISE EXCEPTION 'alias: must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     PERFORM _correction_begin(b, FALSE);
-    one := _entity(b, add_alias.entity_id, 'entity_id');
-    PERFORM _check_correctable(one, 'entity_id');
+    one := jsonb_populate_record(NULL::entities, _find_entity(b, add_alias.entity_id, 'entity_id'));
+    PERFORM _check_correctable(one.id, one.entity_kind, one.canonical_name, 'entity_id');
     IF fold_name(add_alias.alias) = fold_name(one.canonical_name) THEN
         RAISE EXCEPTION 'alias: % is the name of entity % itself', quote_literal(add_alias.alias), one.id
             USING ERRCODE = 'unique_violation';
@@ -1270,7 +1313,7 @@ BEGIN
         RAISE EXCEPTION 'entity_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     PERFORM _correction_begin(b, forget_entity.dry_run);
-    one := _entity(b, forget_entity.entity_id, 'entity_id');
+    one := jsonb_populate_record(NULL::entities, _find_entity(b, forget_entity.entity_id, 'entity_id'));
 
     plan := jsonb_build_object(
         'kind', 'forget_entity',
@@ -1399,7 +1442,9 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._check_free_names(text, text[], uuid, bigint) IS
 'Internal (undo): refuse (23505) when a name to give back is now another entity''s name or alias.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._undo_merge(bank_id text, op {{ schema }}.operations)
+CREATE OR REPLACE FUNCTION {{ internal }}._undo_merge(
+    bank_id text, operation_id bigint, plan jsonb, before_image jsonb
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
@@ -1408,15 +1453,15 @@ SET search_path = {{ search_path }}
 AS $$
 DECLARE
     b text := _undo_merge.bank_id;
-    image jsonb := op.before_image;
-    target uuid := (op.plan -> 'target' ->> 'entity_id')::uuid;
+    image jsonb := _undo_merge.before_image;
+    target uuid := (_undo_merge.plan -> 'target' ->> 'entity_id')::uuid;
     sources uuid[];
     everyone uuid[];
     units uuid[];
     n_mentions bigint;
 BEGIN
     sources := ARRAY(
-        SELECT (s ->> 'entity_id')::uuid FROM jsonb_array_elements(op.plan -> 'sources') AS s
+        SELECT (s ->> 'entity_id')::uuid FROM jsonb_array_elements(_undo_merge.plan -> 'sources') AS s
     );
     everyone := sources || target;
 
@@ -1445,7 +1490,7 @@ BEGIN
             SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
         ),
         NULL,
-        op.id
+        _undo_merge.operation_id
     );
     INSERT INTO entities
     SELECT r.*
@@ -1458,7 +1503,8 @@ BEGIN
     ORDER BY r.entity_id, r.alias;
 
     -- Ids: the merge's forwards go; forwards it re-pointed point back.
-    DELETE FROM entity_forwards AS f WHERE f.bank_id = b AND f.operation_id = op.id AND f.old_id = ANY(sources);
+    DELETE FROM entity_forwards AS f
+    WHERE f.bank_id = b AND f.operation_id = _undo_merge.operation_id AND f.old_id = ANY(sources);
     DELETE FROM entity_forwards AS f
     WHERE
         f.bank_id = b
@@ -1500,10 +1546,12 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._undo_merge(text, {{ schema }}.operations) IS
+COMMENT ON FUNCTION {{ internal }}._undo_merge(text, bigint, jsonb, jsonb) IS
 'Internal (undo_operation): give a merge''s sources back their rows, names, aliases, ids, mentions and links.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._undo_split(bank_id text, op {{ schema }}.operations)
+CREATE OR REPLACE FUNCTION {{ internal }}._undo_split(
+    bank_id text, operation_id bigint, plan jsonb, before_image jsonb
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
@@ -1512,9 +1560,9 @@ SET search_path = {{ search_path }}
 AS $$
 DECLARE
     b text := _undo_split.bank_id;
-    image jsonb := op.before_image;
-    original uuid := (op.plan -> 'entity' ->> 'entity_id')::uuid;
-    split_off uuid := (op.plan -> 'new_entity' ->> 'entity_id')::uuid;
+    image jsonb := _undo_split.before_image;
+    original uuid := (_undo_split.plan -> 'entity' ->> 'entity_id')::uuid;
+    split_off uuid := (_undo_split.plan -> 'new_entity' ->> 'entity_id')::uuid;
     units uuid[];
     n_mentions bigint;
     kept boolean;
@@ -1526,7 +1574,7 @@ BEGIN
             b,
             ARRAY(SELECT r.canonical_name FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r),
             NULL,
-            op.id
+            _undo_split.operation_id
         );
         INSERT INTO entities
         SELECT r.* FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r;
@@ -1576,11 +1624,13 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._undo_split(text, {{ schema }}.operations) IS
+COMMENT ON FUNCTION {{ internal }}._undo_split(text, bigint, jsonb, jsonb) IS
 'Internal (undo_operation): move a split''s mentions and links back; remove the new entity unless facts resolved '
 'to it since.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._undo_rename(bank_id text, op {{ schema }}.operations)
+CREATE OR REPLACE FUNCTION {{ internal }}._undo_rename(
+    bank_id text, operation_id bigint, plan jsonb, before_image jsonb
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
@@ -1589,14 +1639,14 @@ SET search_path = {{ search_path }}
 AS $$
 DECLARE
     b text := _undo_rename.bank_id;
-    image jsonb := op.before_image;
+    image jsonb := _undo_rename.before_image;
     was entities;
 BEGIN
     SELECT r.* INTO was FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r;
     DELETE FROM entity_aliases AS a
     WHERE
         a.bank_id = b AND a.entity_id = was.id AND a.source = 'rename'
-        AND lower(a.alias) = fold_name(op.plan ->> 'alias_added');
+        AND lower(a.alias) = fold_name(_undo_rename.plan ->> 'alias_added');
     PERFORM _check_free_names(
         b,
         ARRAY(
@@ -1605,7 +1655,7 @@ BEGIN
             SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
         ),
         was.id,
-        op.id
+        _undo_rename.operation_id
     );
     UPDATE entities AS e SET canonical_name = was.canonical_name, curated = was.curated
     WHERE e.bank_id = b AND e.id = was.id;
@@ -1616,10 +1666,12 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._undo_rename(text, {{ schema }}.operations) IS
+COMMENT ON FUNCTION {{ internal }}._undo_rename(text, bigint, jsonb, jsonb) IS
 'Internal (undo_operation): give a renamed entity its old name (and curated flag) back.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._undo_forget(bank_id text, op {{ schema }}.operations)
+CREATE OR REPLACE FUNCTION {{ internal }}._undo_forget(
+    bank_id text, operation_id bigint, plan jsonb, before_image jsonb
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
@@ -1628,7 +1680,7 @@ SET search_path = {{ search_path }}
 AS $$
 DECLARE
     b text := _undo_forget.bank_id;
-    image jsonb := op.before_image;
+    image jsonb := _undo_forget.before_image;
     was entities;
     units uuid[];
     n_mentions bigint;
@@ -1642,7 +1694,7 @@ BEGIN
             SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
         ),
         NULL,
-        op.id
+        _undo_forget.operation_id
     );
     INSERT INTO entities
     SELECT r.* FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r;
@@ -1693,7 +1745,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._undo_forget(text, {{ schema }}.operations) IS
+COMMENT ON FUNCTION {{ internal }}._undo_forget(text, bigint, jsonb, jsonb) IS
 'Internal (undo_operation): give a forgotten entity back, with its mentions and links in units that still exist.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.undo_operation(bank_id text, operation_id bigint)
@@ -1751,13 +1803,13 @@ BEGIN
 
     result := '{}';
     IF op.kind = 'merge' THEN
-        result := _undo_merge(b, op);
+        result := _undo_merge(b, op.id, op.plan, op.before_image);
     ELSIF op.kind = 'split' THEN
-        result := _undo_split(b, op);
+        result := _undo_split(b, op.id, op.plan, op.before_image);
     ELSIF op.kind = 'rename' THEN
-        result := _undo_rename(b, op);
+        result := _undo_rename(b, op.id, op.plan, op.before_image);
     ELSIF op.kind = 'forget_entity' THEN
-        result := _undo_forget(b, op);
+        result := _undo_forget(b, op.id, op.plan, op.before_image);
     ELSIF op.kind = 'add_alias' THEN
         DELETE FROM entity_aliases AS a
         WHERE
@@ -1767,10 +1819,11 @@ BEGIN
         SELECT r.* INTO was FROM jsonb_populate_recordset(NULL::entity_aliases, op.before_image -> 'aliases') AS r;
         PERFORM _check_free_names(b, ARRAY[was.alias::text], NULL, op.id);
         -- (unless its entity was removed since: nothing refers to it any more)
-        INSERT INTO entity_aliases
-        SELECT r.*
-        FROM jsonb_populate_recordset(NULL::entity_aliases, op.before_image -> 'aliases') AS r
-        WHERE EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = r.bank_id AND e.id = r.entity_id);
+        IF EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = was.entity_id) THEN
+            INSERT INTO entity_aliases
+            SELECT r.*
+            FROM jsonb_populate_recordset(NULL::entity_aliases, op.before_image -> 'aliases') AS r;
+        END IF;
     END IF;
 
     UPDATE operations AS o SET undone_at = now(), undone_by = current_user
@@ -1826,7 +1879,7 @@ BEGIN
             SELECT l.id
             FROM operations AS l
             WHERE
-                l.bank_id = o.bank_id AND l.id > o.id AND l.undone_at IS NULL
+                l.bank_id = operation_history.bank_id AND l.id > o.id AND l.undone_at IS NULL
                 AND l.entity_ids && o.entity_ids
             ORDER BY l.id DESC
         ) END

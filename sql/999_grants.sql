@@ -278,13 +278,15 @@ BEGIN
     -- A member of the usage role is never bound by grant_bank_access: its
     -- row existed for curation only, and left behind it would bind the role
     -- to the bank should it ever become a bank user.
-    DELETE FROM bank_roles AS b
-    WHERE
-        b.bank_id = revoke_curation.bank_id AND b.role_name = revoke_curation.role_name
-        AND EXISTS (
-            SELECT 1 FROM pg_roles AS r
-            WHERE r.rolname = revoke_curation.role_name AND pg_has_role(r.oid, _role_name('user'), 'USAGE')
-        );
+    -- (The catalog is asked first: Citus refuses a DELETE of a distributed
+    -- table with a subquery on pg_roles on PostgreSQL 15 and 16.)
+    IF EXISTS (
+        SELECT 1 FROM pg_roles AS r
+        WHERE r.rolname = revoke_curation.role_name AND pg_has_role(r.oid, _role_name('user'), 'USAGE')
+    ) THEN
+        DELETE FROM bank_roles AS b
+        WHERE b.bank_id = revoke_curation.bank_id AND b.role_name = revoke_curation.role_name;
+    END IF;
     PERFORM _drop_curator_membership(revoke_curation.role_name);
     RETURN TRUE;
 END;

@@ -633,8 +633,9 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
 # -- the distributed flavour (Citus) ----------------------------------------------
 
 # Public functions of a bank that stay on the coordinator: they change roles,
-# which only the coordinator propagates to the workers.
-COORDINATOR_FUNCTIONS = ("grant_bank_access", "revoke_bank_access")
+# which only the coordinator propagates to the workers (a GRANT of a role run
+# on a worker is refused there).
+COORDINATOR_FUNCTIONS = ("grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation")
 # Public functions whose coordinator side is written by hand in sql/citus/
 # (flush_stats(NULL) flushes every bank: one delegated call per bank).
 HANDWRITTEN_WRAPPERS = ("flush_stats",)

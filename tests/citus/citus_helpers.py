@@ -174,3 +174,23 @@ def stats_differences(conn: psycopg.Connection, bank: str) -> dict[str, int]:
 
 
 EXACT = {"entities": 0, "pairs": 0, "queued": 0}
+
+
+# Every table a correction (or its undo) writes, with the key that orders its
+# rows; the ledger (operations) is marked by an undo, not rolled back.
+IDENTITY_TABLES = {
+    "entities": "id",
+    "entity_aliases": "entity_id, alias",
+    "mentions": "unit_id, ordinal",
+    "unit_entities": "unit_id, entity_id",
+    "entity_cooccurrences": "entity_id_1, entity_id_2",
+    "entity_forwards": "old_id",
+    "stats_queue": "id",
+}
+
+
+def snapshot(conn: psycopg.Connection, bank: str) -> dict[str, list[str]]:
+    """Every row of a bank's identity tables, as text, in key order (read through the coordinator)."""
+    return {table: [r[0] for r in conn.execute(
+        f"SELECT t::text FROM {SCHEMA}.{table} AS t WHERE t.bank_id = %s ORDER BY {key}", (bank,))]
+        for table, key in IDENTITY_TABLES.items()}

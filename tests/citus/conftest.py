@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
-from citus_helpers import TIMINGS, install_distributed, new_database
+from citus_helpers import TIMINGS, banks_on, install_distributed, new_database
 
 from entity_resolver.citus_cluster import CitusCluster, citus_installed
 
@@ -99,6 +99,12 @@ def distributed(installed_dsn: str) -> Iterator[psycopg.Connection]:
     """A session on the module's distributed installation (the coordinator)."""
     with psycopg.connect(installed_dsn, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture
+def two_banks(citus, distributed) -> list[str]:
+    """One new bank on each worker of the module's installation."""
+    return [banks_on(distributed, w.port, 1)[0] for w in citus.workers]
 
 
 @pytest.fixture

@@ -15,12 +15,6 @@ from entity_resolver.importer import import_file
 CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
 
 
-@pytest.fixture
-def two_banks(citus, distributed) -> list[str]:
-    """One new bank on each worker."""
-    return [banks_on(distributed, w.port, 1)[0] for w in citus.workers]
-
-
 def entities(conn, bank: str) -> list[tuple]:
     return conn.execute(
         f"SELECT canonical_name, mention_count FROM {SCHEMA}.entities WHERE bank_id = %s ORDER BY 1",
