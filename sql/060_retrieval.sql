@@ -6,7 +6,7 @@ CREATE OR REPLACE FUNCTION {{ schema }}.expand_units(
     seed_unit_ids uuid[],
     max_results integer DEFAULT 50
 )
-RETURNS TABLE (unit_id uuid, shared_entities bigint)
+RETURNS TABLE (unit_id uuid, shared_entities bigint, fact_id text)
 LANGUAGE plpgsql
 STABLE
 SECURITY INVOKER
@@ -70,11 +70,14 @@ BEGIN
         ) AS r
     )
 
+    -- The caller's own id of each fact (NULL for a unit of retain or link_unit).
     SELECT
         reached.unit_id,
-        count(DISTINCT reached.entity_id) AS shared_entities
+        count(DISTINCT reached.entity_id) AS shared_entities,
+        f.fact_id
     FROM reached
-    GROUP BY reached.unit_id
+    LEFT JOIN facts AS f ON f.bank_id = expand_units.bank_id AND f.id = reached.unit_id
+    GROUP BY reached.unit_id, f.fact_id
     ORDER BY shared_entities DESC, max(reached.event_date) DESC NULLS LAST, reached.unit_id ASC
     LIMIT expand_units.max_results;
 END;
@@ -82,4 +85,5 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.expand_units(text, uuid[], integer) IS
 'Facts sharing entities with the seed facts (seeds excluded), ranked by distinct shared entities, '
-'then most recent event date, then id; each entity contributes at most expansion_per_entity_limit facts.';
+'then most recent event date, then id; each entity contributes at most expansion_per_entity_limit facts. '
+'fact_id: the fact''s own id (facts.fact_id; NULL for a unit of retain or link_unit).';

@@ -364,14 +364,12 @@ class Client:
         """Facts sharing entities with the seeds, most shared first; expand_units.
 
         Seeds are facts named by id or fact_id; each result carries the fact's
-        own fact_id (expand_units returns unit ids only).
+        own fact_id.
         """
         with self._connection() as conn:
             rows = conn.execute(self._q(
-                "SELECT x.unit_id, x.shared_entities, f.fact_id"
-                " FROM {s}.expand_units(%s, %s::uuid[], %s) WITH ORDINALITY AS x (unit_id, shared_entities, ord)"
-                " LEFT JOIN {s}.facts f ON f.bank_id = %s AND f.id = x.unit_id ORDER BY x.ord"),
-                (bank_id, self.unit_ids(bank_id, list(seed_unit_ids), conn), max_results, bank_id)).fetchall()
+                "SELECT unit_id, shared_entities, fact_id FROM {s}.expand_units(%s, %s::uuid[], %s)"),
+                (bank_id, self.unit_ids(bank_id, list(seed_unit_ids), conn), max_results)).fetchall()
         return [Expansion(r[0], int(r[1]), r[2]) for r in rows]
 
     # -- correcting identity (a curator's; docs/corrections.md) ----------------------

@@ -110,6 +110,17 @@ def test_expansion_follows_facts_inserted_into_the_facts_table(conn):
     assert rows == [(ids[1], 2)]
 
 
+def test_expansion_carries_each_facts_own_fact_id_and_null_for_a_retained_unit(conn):
+    conn.execute("INSERT INTO entity_resolver.facts (bank_id, fact_id, content, mentions) VALUES"
+                 " ('team', 'note-1', 'x', '[\"Acme\", \"Oslo\"]'), ('team', 'note-2', 'y', '[\"Oslo\"]')")
+    conn.execute("SELECT entity_resolver.retain('team', %s, '[\"Acme\"]', now())", (uid(7),))
+    seed = conn.execute("SELECT id FROM entity_resolver.facts WHERE fact_id = 'note-1'").fetchone()[0]
+    rows = conn.execute("SELECT unit_id::text, shared_entities, fact_id FROM entity_resolver.expand_units('team', %s)",
+                        ([seed],)).fetchall()
+    note_2 = conn.execute("SELECT id::text FROM entity_resolver.facts WHERE fact_id = 'note-2'").fetchone()[0]
+    assert sorted(rows) == sorted([(note_2, 1, "note-2"), (uid(7), 1, None)])
+
+
 @pytest.mark.parametrize("bank_id, seeds, max_results, argument", [
     ("", [], 50, "bank_id"),
     ("team", None, 50, "seed_unit_ids"),
