@@ -32,8 +32,13 @@ citus: setup
 demo: setup
 	$(VENV)/bin/entity-resolver demo
 
+# The SQL in plpython/*.py too: scripts/sql_in_python.py writes each SQL_
+# constant to build/sql_in_python/ (with that directory's sqlfluff settings,
+# scripts/sql_in_python.sqlfluff).
 lint: setup
 	$(VENV)/bin/sqlfluff lint sql migrations
+	$(PY) scripts/sql_in_python.py
+	$(VENV)/bin/sqlfluff lint build/sql_in_python
 
 setup: system-deps $(STAMP)
 

@@ -38,11 +38,11 @@ class Bank(NamedTuple):
 # shard (a data-modifying WITH would be planned in pieces, its results
 # shipped between them).
 SQL_BANK_OPEN = """
-SELECT c.bank_id AS checked, b.bank_id IS NOT NULL AS found, b.settings::text AS settings,
+SELECT c.bank_id AS checked, b.settings::text AS settings, b.bank_id IS NOT NULL AS found,
        lower(b.entity_labels::text COLLATE @collate@) AS labels,
        (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(%d, hashtext($1))) AS l) AS locked,
-       EXISTS (SELECT 1 FROM stats_queue AS q
-                WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
+       EXISTS(SELECT 1 FROM stats_queue AS q
+               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
   FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
   LEFT JOIN banks AS b ON b.bank_id = $1
 """ % locks.BANK
@@ -52,11 +52,13 @@ SQL_BANK_CREATE = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id)
 SQL_BANK_READ = """
 SELECT c.bank_id, b.settings::text AS settings,
        lower(b.entity_labels::text COLLATE @collate@) AS labels,
-       EXISTS (SELECT 1 FROM stats_queue AS q
-                WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
+       EXISTS(SELECT 1 FROM stats_queue AS q
+               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
   FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
   LEFT JOIN banks AS b ON b.bank_id = $1
 """
+
+SQL_BANK_CHECK = "SELECT check_bank_id($1, $2) AS bank_id"
 
 
 def _bank(bank_id: str, row: Optional[Dict[str, Any]]) -> Bank:
@@ -83,7 +85,7 @@ def read_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
 
 def check_bank(plpy, bank_id: str, argument: str = "bank_id") -> None:
     """Check bank_id with the SQL rule (for entry points that read nothing else first)."""
-    db.run(plpy, "bank_check", "SELECT check_bank_id($1, $2)", ["text", "text"], [bank_id, argument])
+    db.run(plpy, "bank_check", SQL_BANK_CHECK, ["text", "text"], [bank_id, argument])
 
 
 # -- changing a bank -----------------------------------------------------------
@@ -151,11 +153,16 @@ def set_entity_labels(plpy, bank_id: str, labels_json: Optional[str]) -> str:
     return json.dumps(config)
 
 
+SQL_LABELS_READ = """
+SELECT c.id, b.entity_labels::text AS l
+  FROM (SELECT check_bank_id($1, 'bank_id') AS id) AS c
+  LEFT JOIN banks AS b ON b.bank_id = $1
+"""
+
+
 def labels_json_schema(plpy, bank_id: str) -> str:
     """The bank's label vocabulary as a JSON Schema for an extractor."""
-    rows = db.run(plpy, "labels_read",
-                  "SELECT c.id, b.entity_labels::text AS l FROM (SELECT check_bank_id($1, 'bank_id') AS id) AS c"
-                  " LEFT JOIN banks AS b ON b.bank_id = $1", ["text"], [bank_id])
+    rows = db.run(plpy, "labels_read", SQL_LABELS_READ, ["text"], [bank_id])
     config = json.loads(rows[0]["l"]) if rows and rows[0]["l"] else {}
     return json.dumps(labels.json_schema(config))
 
@@ -163,7 +170,7 @@ def labels_json_schema(plpy, bank_id: str) -> str:
 SQL_NAME_DATA = """
 SELECT 'v' AS kind, lower(v.name) AS a, lower(v.variant) AS b FROM name_variants AS v
 UNION ALL
-SELECT 's', lower(s.form), NULL FROM org_suffixes AS s
+SELECT 's' AS kind, lower(s.form) AS a, NULL AS b FROM org_suffixes AS s
 """
 
 # A bank's own name data (settings name_variants_add ...), case-folded by

@@ -26,8 +26,8 @@ SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension A
        (SELECT CASE WHEN a.attcollation = 100 THEN '"default"'
                     ELSE quote_ident(n.nspname) || '.' || quote_ident(c.collname) END
           FROM pg_catalog.pg_attribute AS a
-          JOIN pg_catalog.pg_collation AS c ON c.oid = a.attcollation
-          JOIN pg_catalog.pg_namespace AS n ON n.oid = c.collnamespace
+         INNER JOIN pg_catalog.pg_collation AS c ON a.attcollation = c.oid
+         INNER JOIN pg_catalog.pg_namespace AS n ON c.collnamespace = n.oid
          WHERE a.attrelid = 'entities'::regclass AND a.attname = 'canonical_name') AS name_collation
 """
 

@@ -51,13 +51,13 @@ SQL_FOLD_CALL = """
 SELECT ARRAY(SELECT lower(t COLLATE @collate@) FROM unnest($1::text[]) WITH ORDINALITY AS u (t, i)
               ORDER BY i)
            AS lowered,
-       ARRAY(SELECT extract(epoch FROM d::timestamptz)::float8
+       ARRAY(SELECT extract(EPOCH FROM d::timestamptz)::float8
                FROM unnest($2::text[]) WITH ORDINALITY AS u (d, i) ORDER BY i) AS epochs,
        ARRAY(SELECT d::timestamptz::text
                FROM unnest($2::text[]) WITH ORDINALITY AS u (d, i) ORDER BY i) AS dates,
        ARRAY(SELECT array_to_string(@trgm@.show_trgm(lower(t COLLATE @collate@)), chr(%d))
                FROM unnest($1[1:$4]) WITH ORDINALITY AS u (t, i) ORDER BY i) AS trigrams,
-       set_config('pg_trgm.similarity_threshold', $3, true) AS threshold
+       set_config('pg_trgm.similarity_threshold', $3, TRUE) AS threshold
 """ % ord(trigrams.SEPARATOR)
 
 

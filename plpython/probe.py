@@ -35,53 +35,57 @@ class Hit(NamedTuple):
 SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
        'name' AS via, lower(e.canonical_name) AS lname, 1::bigint AS n,
-       extract(epoch FROM e.last_seen)::float8 AS last_seen
+       extract(EPOCH FROM e.last_seen)::float8 AS last_seen
   FROM entities AS e
- WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($2::text[])
+ WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($2::text[])
 UNION ALL
-SELECT lower(a.alias), e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'alias',
-       lower(e.canonical_name), 1, NULL
+SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'alias' AS via,
+       lower(e.canonical_name) AS lname, 1 AS n, NULL AS last_seen
   FROM entity_aliases AS a
-  JOIN entities AS e ON e.bank_id = a.bank_id AND e.id = a.entity_id
- WHERE a.bank_id = $1 AND lower(a.alias) = ANY ($3::text[])
+ INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
+ WHERE a.bank_id = $1 AND lower(a.alias) = ANY($3::text[])
 """
 
 # alias_memory (decide.py, MEMORY_MIN_SCORE): the entities a form was resolved
 # to with confidence, from the provenance (so forgetting, merging and
-# splitting keep it true): one of them, and how many there are.
-SQL_MEMORY = """
+# splitting keep it true): one of them, and how many there are. A fragment
+# (not an SQL_ statement): SQL_EXACT_MEMORY is SQL_EXACT followed by it.
+_UNION_MEMORY = """
 UNION ALL
-SELECT r.key, e.id::text, e.canonical_name, e.entity_kind, e.entity_type, 'memory', lower(e.canonical_name), r.n,
-       NULL
+SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'memory' AS via,
+       lower(e.canonical_name) AS lname, r.n, NULL AS last_seen
   FROM (SELECT lower(m.mention COLLATE @collate@) AS key, min(m.entity_id::text) AS id,
                count(DISTINCT m.entity_id) AS n
           FROM mentions AS m
-         WHERE m.bank_id = $1 AND lower(m.mention COLLATE @collate@) = ANY ($4::text[])
+         WHERE m.bank_id = $1 AND lower(m.mention COLLATE @collate@) = ANY($4::text[])
            AND m.decision = 'resolved' AND m.score >= $5
          GROUP BY lower(m.mention COLLATE @collate@)) AS r
-  JOIN entities AS e ON e.bank_id = $1 AND e.id = r.id::uuid
+  INNER JOIN entities AS e ON e.bank_id = $1 AND e.id = r.id::uuid
 """
+
+SQL_EXACT_MEMORY = SQL_EXACT + _UNION_MEMORY
 
 # Ties on similarity go to the smaller name, then type, then id: a name is
 # unique per bank and type, so the order never depends on random ids, and a
 # stream loaded in one statement or one fact at a time meets its candidates
-# in the same order.
+# in the same order. The subquery is LATERAL (it reads each q.m), which no CTE
+# can replace: sqlfluff's ST05 is silenced for it (noqa).
 SQL_CANDIDATES = """
 SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 AS sim,
        c.last_seen, c.entity_type
   FROM unnest($2::text[]) WITH ORDINALITY AS q (m, i)
- CROSS JOIN LATERAL (
-       SELECT e.id, e.canonical_name, lower(e.canonical_name) AS name,
+ CROSS JOIN LATERAL (  -- noqa: ST05
+       SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
-              extract(epoch FROM e.last_seen)::float8 AS last_seen, e.entity_type
+              extract(EPOCH FROM e.last_seen)::float8 AS last_seen
          FROM entities AS e
         WHERE e.bank_id = $1
           AND e.entity_kind <> 'label'
-          AND lower(e.canonical_name) OPERATOR(@trgm@.%) q.m
-        ORDER BY sim DESC, lower(e.canonical_name), coalesce(e.entity_type, ''), e.id
+          AND lower(e.canonical_name) OPERATOR (@trgm@.%) q.m
+        ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
         LIMIT $3
        ) AS c
- ORDER BY q.i, c.sim DESC, c.name, coalesce(c.entity_type, ''), c.id
+ ORDER BY q.i ASC, c.sim DESC, c.name ASC, coalesce(c.entity_type, '') ASC, c.id ASC
 """
 
 # explain_mention: regular rows at a lower probe (plus the label rows, which
@@ -89,20 +93,20 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
 SQL_EXPLAIN_CANDIDATES = """
 (SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS name,
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
-        extract(epoch FROM e.last_seen)::float8 AS last_seen, false AS is_label, e.entity_type
+        extract(EPOCH FROM e.last_seen)::float8 AS last_seen, FALSE AS is_label, e.entity_type
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind <> 'label'
-    AND lower(e.canonical_name) OPERATOR(@trgm@.%) $2
-  ORDER BY sim DESC, lower(e.canonical_name), coalesce(e.entity_type, ''), e.id
+    AND lower(e.canonical_name) OPERATOR (@trgm@.%) $2
+  ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
   LIMIT $3)
 UNION ALL
-(SELECT e.id::text, e.canonical_name, lower(e.canonical_name),
+(SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS name,
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
-        extract(epoch FROM e.last_seen)::float8, true, e.entity_type
+        extract(EPOCH FROM e.last_seen)::float8 AS last_seen, TRUE AS is_label, e.entity_type
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind = 'label'
-    AND lower(e.canonical_name) OPERATOR(@trgm@.%) $2
-  ORDER BY sim DESC, lower(e.canonical_name), coalesce(e.entity_type, ''), e.id
+    AND lower(e.canonical_name) OPERATOR (@trgm@.%) $2
+  ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
   LIMIT $4)
 """
 
@@ -116,8 +120,9 @@ SQL_CONTEXT = """
 WITH near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
+     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
 )
+
 SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
        (SELECT count(*) FROM entity_cooccurrences AS x
          WHERE x.bank_id = $1 AND x.entity_id_1 = near.id AND x.cooccurrence_count > 0)
@@ -125,13 +130,13 @@ SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
          WHERE x.bank_id = $1 AND x.entity_id_2 = near.id AND x.cooccurrence_count > 0) AS n
   FROM near
 UNION ALL
-SELECT 'pair', c.entity_id_1::text, c.entity_id_2::text, NULL
+SELECT 'pair' AS kind, c.entity_id_1::text AS a, c.entity_id_2::text AS b, NULL AS n
   FROM entity_cooccurrences AS c
  WHERE c.bank_id = $1 AND c.cooccurrence_count > 0
-   AND ((c.entity_id_1 = ANY ($2::uuid[]) AND c.entity_id_2 IN (SELECT id FROM near))
-        OR (c.entity_id_2 = ANY ($2::uuid[]) AND c.entity_id_1 IN (SELECT id FROM near)))
+   AND ((c.entity_id_1 = ANY($2::uuid[]) AND c.entity_id_2 IN (SELECT near.id FROM near))
+        OR (c.entity_id_2 = ANY($2::uuid[]) AND c.entity_id_1 IN (SELECT near.id FROM near)))
 UNION ALL
-SELECT 'known', k.a::text, k.b::text, NULL
+SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
   FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)
  WHERE EXISTS (SELECT 1 FROM entity_cooccurrences AS c
                 WHERE c.bank_id = $1 AND c.entity_id_1 = k.a AND c.entity_id_2 = k.b
@@ -141,17 +146,17 @@ SELECT 'known', k.a::text, k.b::text, NULL
 _NEAR_BY_NAME = """near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
+     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
 )"""
 # context_by_entity: a nearby name reaches its entity through an alias too.
 _NEAR_BY_NAME_OR_ALIAS = """near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
+     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
     UNION
-    SELECT a.entity_id, lower(a.alias)
+    SELECT a.entity_id AS id, lower(a.alias) AS name
       FROM entity_aliases AS a
-     WHERE a.bank_id = $1 AND lower(a.alias) = ANY ($3::text[])
+     WHERE a.bank_id = $1 AND lower(a.alias) = ANY($3::text[])
 )"""
 
 # The same, counting this transaction's queued pair increments as applied.
@@ -162,38 +167,48 @@ WITH pend AS (
      WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned() AND q.entity_id_2 IS NOT NULL
      GROUP BY q.entity_id, q.entity_id_2
 ),
+
 near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY ($3::text[])
+     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
 ),
+
 touching AS (
     SELECT c.entity_id_1 AS a, c.entity_id_2 AS b, c.cooccurrence_count AS n
       FROM entity_cooccurrences AS c
      WHERE c.bank_id = $1
-       AND (c.entity_id_1 IN (SELECT id FROM near) OR c.entity_id_2 IN (SELECT id FROM near)
-            OR c.entity_id_1 = ANY ($2::uuid[]) OR c.entity_id_2 = ANY ($2::uuid[])
+       AND (c.entity_id_1 IN (SELECT near.id FROM near) OR c.entity_id_2 IN (SELECT near.id FROM near)
+            OR c.entity_id_1 = ANY($2::uuid[]) OR c.entity_id_2 = ANY($2::uuid[])
             OR (c.entity_id_1, c.entity_id_2) IN (SELECT a, b FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)))
 ),
+
 eff AS (
     SELECT coalesce(t.a, p.a) AS a, coalesce(t.b, p.b) AS b, coalesce(t.n, 0) + coalesce(p.inc, 0) AS n
       FROM touching AS t
-      FULL JOIN pend AS p ON p.a = t.a AND p.b = t.b
+      FULL JOIN pend AS p ON t.a = p.a AND t.b = p.b
 )
+
 SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
        (SELECT count(*) FROM eff WHERE eff.n > 0 AND (eff.a = near.id OR eff.b = near.id)) AS n
   FROM near
 UNION ALL
-SELECT 'pair', eff.a::text, eff.b::text, NULL
+SELECT 'pair' AS kind, eff.a::text AS a, eff.b::text AS b, NULL AS n
   FROM eff
  WHERE eff.n > 0
-   AND ((eff.a = ANY ($2::uuid[]) AND eff.b IN (SELECT id FROM near))
-        OR (eff.b = ANY ($2::uuid[]) AND eff.a IN (SELECT id FROM near)))
+   AND ((eff.a = ANY($2::uuid[]) AND eff.b IN (SELECT near.id FROM near))
+        OR (eff.b = ANY($2::uuid[]) AND eff.a IN (SELECT near.id FROM near)))
 UNION ALL
-SELECT 'known', k.a::text, k.b::text, NULL
+SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
   FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)
  WHERE EXISTS (SELECT 1 FROM eff WHERE eff.a = k.a AND eff.b = k.b AND eff.n > 0)
 """
+
+# context_by_entity: the same statements with the alias-aware near (the
+# replaced text must stay the same in both, which tests/unit/test_sql_in_python.py
+# checks).
+SQL_CONTEXT_BY_ALIAS = SQL_CONTEXT.replace(_NEAR_BY_NAME, _NEAR_BY_NAME_OR_ALIAS)
+SQL_CONTEXT_PENDING_BY_ALIAS = SQL_CONTEXT_PENDING.replace(_NEAR_BY_NAME, _NEAR_BY_NAME_OR_ALIAS)
 
 # Dates this transaction queued and has not applied: the latest event date per
 # entity, or, for an entity something was forgotten of, its date recomputed
@@ -201,13 +216,13 @@ SELECT 'known', k.a::text, k.b::text, NULL
 SQL_PENDING_DATES = """
 SELECT q.entity_id::text AS id,
        CASE WHEN bool_or(q.recompute)
-            THEN (SELECT extract(epoch FROM max(m.event_date))::float8 FROM mentions AS m
+            THEN (SELECT extract(EPOCH FROM max(m.event_date))::float8 FROM mentions AS m
                    WHERE m.bank_id = $1 AND m.entity_id = q.entity_id)
-            ELSE extract(epoch FROM max(q.event_date))::float8 END AS last_seen,
+            ELSE extract(EPOCH FROM max(q.event_date))::float8 END AS last_seen,
        bool_or(q.recompute) AS recompute
   FROM stats_queue AS q
  WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned() AND q.entity_id_2 IS NULL
-   AND q.entity_id = ANY ($2::uuid[])
+   AND q.entity_id = ANY($2::uuid[])
  GROUP BY q.entity_id
 """
 
@@ -224,7 +239,7 @@ def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = (),
     if not names and not aliases:
         return {}
     if memory:
-        rows = db.run(plpy, "exact_memory", SQL_EXACT + SQL_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
+        rows = db.run(plpy, "exact_memory", SQL_EXACT_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
                       [bank_id, names, aliases, memory, memory_min_score])
     else:
         rows = db.run(plpy, "exact", SQL_EXACT, ["text", "text[]", "text[]"], [bank_id, names, aliases])
@@ -314,9 +329,11 @@ def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterab
     ctx = Context({}, {}, set(), set())
     if not names and not asked:
         return ctx
-    sql, name = (SQL_CONTEXT_PENDING, "context_pending") if pending else (SQL_CONTEXT, "context")
-    if by_alias:
-        sql, name = sql.replace(_NEAR_BY_NAME, _NEAR_BY_NAME_OR_ALIAS), name + "_alias"
+    if pending:
+        sql, name = (SQL_CONTEXT_PENDING_BY_ALIAS, "context_pending_alias") if by_alias \
+            else (SQL_CONTEXT_PENDING, "context_pending")
+    else:
+        sql, name = (SQL_CONTEXT_BY_ALIAS, "context_alias") if by_alias else (SQL_CONTEXT, "context")
     for r in db.run(plpy, name, sql, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
                     [bank_id, ids, names, [a for a, _ in asked], [b for _, b in asked]]):
         if r["kind"] == "near":

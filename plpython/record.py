@@ -18,8 +18,9 @@ from callstate import CallState, Entity
 
 SQL_CREATE = """
 WITH lock AS (SELECT pg_advisory_xact_lock(%d, hashtext($1)))
+
 INSERT INTO entities (bank_id, id, canonical_name, entity_kind, entity_type, first_seen, last_seen)
-SELECT $1, r.id, r.name, r.kind, r.type, r.first_seen, r.first_seen
+SELECT $1 AS bank_id, r.id, r.name, r.kind, r.type, r.first_seen, r.first_seen AS last_seen
   FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
        AS r (id, name, kind, type, first_seen),
        (SELECT count(*) FROM lock) AS locked
@@ -29,25 +30,27 @@ RETURNING id::text AS id
 """ % locks.CREATION
 
 SQL_TAKEN = """
-SELECT lower(canonical_name) AS key, coalesce(entity_type, '') AS type, id::text AS id
+SELECT id::text AS id, lower(canonical_name) AS key, coalesce(entity_type, '') AS type
   FROM entities
- WHERE bank_id = $1 AND lower(canonical_name) = ANY ($2::text[])
+ WHERE bank_id = $1 AND lower(canonical_name) = ANY($2::text[])
 """
 
 SQL_WRITE = """
 WITH provenance AS (
     INSERT INTO mentions (bank_id, unit_id, ordinal, mention, entity_id, decision, score, event_date)
-    SELECT $1, p.unit_id, p.ordinal, p.mention, p.entity_id, p.decision, p.score, p.event_date
+    SELECT $1 AS bank_id, p.unit_id, p.ordinal, p.mention, p.entity_id, p.decision, p.score, p.event_date
       FROM unnest($2::uuid[], $3::int[], $4::text[], $5::uuid[], $6::text[], $7::float8[], $8::timestamptz[])
            AS p (unit_id, ordinal, mention, entity_id, decision, score, event_date)
 ),
+
 queued AS (
     INSERT INTO stats_queue (bank_id, entity_id, increment, event_date, earliest)
-    SELECT $1, q.entity_id, q.n, q.latest, q.earliest
+    SELECT $1 AS bank_id, q.entity_id, q.n, q.latest, q.earliest
       FROM unnest($9::uuid[], $10::bigint[], $11::timestamptz[], $12::timestamptz[])
            AS q (entity_id, n, latest, earliest)
      ORDER BY q.entity_id
 )
+
 SELECT CASE WHEN cardinality($13::uuid[]) > 0 THEN _link_units($1, $13, $14, $15) ELSE 0 END AS links
 """
 
