@@ -440,17 +440,8 @@ BEGIN
     -- aliases are one namespace per bank after lower() (a mention equal to
     -- either resolves to its entity), so it may be neither another
     -- entity's name nor another entity's alias.
-    IF new_name IS NULL THEN
-        RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF new_name ~ '^[[:space:]]*$' THEN
-        RAISE EXCEPTION '%: must not be empty or blank', argument USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF char_length(new_name) > 500 THEN
-        RAISE EXCEPTION '%: is % characters long; the limit is 500', argument, char_length(new_name)
-            USING ERRCODE = 'string_data_right_truncation';
-    END IF;
-    key := fold_name(new_name);
+    -- 500: entities_name_length.
+    key := fold_name(_check_text(new_name, argument, 500));
     SELECT e.id, e.canonical_name INTO hit
     FROM entities AS e
     WHERE
