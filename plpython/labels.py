@@ -11,7 +11,7 @@ Standard library only.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from errors import InputError, type_name
 
@@ -84,45 +84,46 @@ def _described(source: Dict[str, Any], target: Dict[str, Any], path: str, argume
         target["description"] = _text(source["description"], path + ".description", argument)
 
 
-def _values(attr: Dict[str, Any], path: str, argument: str) -> List[Dict[str, Any]]:
-    """Validate the values of a value/multi-values group."""
+def _unique_items(raw_items: Any, path: str, allowed: tuple, field: str, noun: str,
+                  check: Callable[[Any, str], str], argument: str) -> List[Dict[str, Any]]:
+    """Validate a non-empty array of {field, description} objects: each ``field``
+    passes ``check(value, its path)`` and stands once; return them normalised."""
     result = []
     seen = set()
-    for j, raw in enumerate(_list(attr.get("values"), path, argument)):
-        vpath = "%s[%d]" % (path, j)
-        item = _object(raw, vpath, _VALUE_PROPS, argument)
-        value = _text(item.get("value"), vpath + ".value", argument)
+    for j, raw in enumerate(_list(raw_items, path, argument)):
+        item_path = "%s[%d]" % (path, j)
+        item = _object(raw, item_path, allowed, argument)
+        value = check(item.get(field), item_path + "." + field)
+        if value in seen:
+            _fail(item_path + "." + field, 'duplicates the %s "%s"' % (noun, value), argument)
+        seen.add(value)
+        entry = {field: value}
+        _described(item, entry, item_path, argument)
+        result.append(entry)
+    return result
+
+
+def _values(attr: Dict[str, Any], path: str, argument: str) -> List[Dict[str, Any]]:
+    """Validate the values of a value/multi-values group."""
+
+    def check(raw: Any, value_path: str) -> str:
+        value = _text(raw, value_path, argument)
         # Mention texts are matched whole: " sarah" could never be written
         # as "person: sarah" by accident and be meant.
         if value != value.strip():
-            _fail(vpath + ".value", "must not start or end with whitespace", argument)
+            _fail(value_path, "must not start or end with whitespace", argument)
         if len(attr["key"]) + 1 + len(value) > MAX_LABEL_LENGTH:
-            _fail(vpath + ".value", "makes a label longer than %d characters" % MAX_LABEL_LENGTH,
+            _fail(value_path, "makes a label longer than %d characters" % MAX_LABEL_LENGTH,
                   argument)
-        if value in seen:
-            _fail(vpath + ".value", 'duplicates the value "%s"' % value, argument)
-        seen.add(value)
-        entry = {"value": value}
-        _described(item, entry, vpath, argument)
-        result.append(entry)
-    return result
+        return value
+
+    return _unique_items(attr.get("values"), path, _VALUE_PROPS, "value", "value", check, argument)
 
 
 def _fields(attr: Dict[str, Any], path: str, argument: str) -> List[Dict[str, Any]]:
     """Validate the fields of a map group."""
-    result = []
-    seen = set()
-    for j, raw in enumerate(_list(attr.get("fields"), path, argument)):
-        fpath = "%s[%d]" % (path, j)
-        item = _object(raw, fpath, _FIELD_PROPS, argument)
-        key = _key(item.get("key"), fpath + ".key", argument)
-        if key in seen:
-            _fail(fpath + ".key", 'duplicates the field "%s"' % key, argument)
-        seen.add(key)
-        entry = {"key": key}
-        _described(item, entry, fpath, argument)
-        result.append(entry)
-    return result
+    return _unique_items(attr.get("fields"), path, _FIELD_PROPS, "key", "field",
+                         lambda raw, key_path: _key(raw, key_path, argument), argument)
 
 
 def validate_labels(config: Any, argument: str = "labels") -> Dict[str, Any]:

@@ -6,6 +6,33 @@
 -- per session) and the public PL/pgSQL wrapper that re-raises errors without
 -- PL/Python's exception prefix and traceback (src/entity_resolver/build.py).
 
+CREATE OR REPLACE FUNCTION {{ internal }}._check_text(value text, argument text, max_length integer)
+RETURNS text
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    IF value IS NULL THEN
+        RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF value ~ '^[[:space:]]*$' THEN
+        RAISE EXCEPTION '%: must not be empty or blank', argument USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF char_length(value) > max_length THEN
+        RAISE EXCEPTION '%: is % characters long; the limit is %', argument, char_length(value), max_length
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    RETURN value;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._check_text(text, text, integer) IS
+'Internal: the rule for a text argument that names something (not null, not blank, at most max_length '
+'characters); returns it or raises an error naming the argument.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}.check_bank_id(bank_id text, argument text DEFAULT 'bank_id')
 RETURNS text
 LANGUAGE plpgsql
@@ -17,17 +44,7 @@ AS $$
 BEGIN
     -- The one rule for a bank id, used by every entry point (PL/Python ones
     -- run it in their first statement): 1 to 100 characters, not blank.
-    IF bank_id IS NULL THEN
-        RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF bank_id ~ '^[[:space:]]*$' THEN
-        RAISE EXCEPTION '%: must not be empty or blank', argument USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF char_length(bank_id) > 100 THEN
-        RAISE EXCEPTION '%: is % characters long; the limit is 100', argument, char_length(bank_id)
-            USING ERRCODE = 'string_data_right_truncation';
-    END IF;
-    RETURN bank_id;
+    RETURN _check_text(bank_id, argument, 100);
 END;
 $$;
 

@@ -440,17 +440,8 @@ BEGIN
     -- aliases are one namespace per bank after lower() (a mention equal to
     -- either resolves to its entity), so it may be neither another
     -- entity's name nor another entity's alias.
-    IF new_name IS NULL THEN
-        RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF new_name ~ '^[[:space:]]*$' THEN
-        RAISE EXCEPTION '%: must not be empty or blank', argument USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF char_length(new_name) > 500 THEN
-        RAISE EXCEPTION '%: is % characters long; the limit is 500', argument, char_length(new_name)
-            USING ERRCODE = 'string_data_right_truncation';
-    END IF;
-    key := fold_name(new_name);
+    -- 500: entities_name_length.
+    key := fold_name(_check_text(new_name, argument, 500));
     SELECT e.id, e.canonical_name INTO hit
     FROM entities AS e
     WHERE
@@ -1442,6 +1433,93 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._check_free_names(text, text[], uuid, bigint) IS
 'Internal (undo): refuse (23505) when a name to give back is now another entity''s name or alias.';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._image_names(image jsonb, entity_ids uuid[])
+RETURNS text[]
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- Reads only the image: no table, so nothing for Citus to plan.
+    SELECT ARRAY(
+        SELECT r.canonical_name FROM jsonb_populate_recordset(NULL::entities, _image_names.image -> 'entities') AS r
+        WHERE r.id = ANY(_image_names.entity_ids)
+        UNION ALL
+        SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, _image_names.image -> 'aliases') AS r
+    )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._image_names(jsonb, uuid[]) IS
+'Internal (undo): the names a before-image gives back: those of the given entities, and every alias in it.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._restore_mentions(bank_id text, image jsonb, moved_to uuid)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    -- Only the mentions still where the operation moved them: one forgotten
+    -- since stays forgotten, one corrected since stays corrected.
+    UPDATE mentions AS m
+    SET entity_id = r.entity_id, decision = r.decision, decided_at = r.decided_at
+    FROM jsonb_populate_recordset(NULL::mentions, _restore_mentions.image -> 'mentions') AS r
+    WHERE
+        m.bank_id = _restore_mentions.bank_id AND m.unit_id = r.unit_id AND m.ordinal = r.ordinal
+        AND m.entity_id = _restore_mentions.moved_to;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._restore_mentions(text, jsonb, uuid) IS
+'Internal (undo): move the before-image''s mentions that are still on moved_to back where they were; returns how '
+'many.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._restore_links(bank_id text, image jsonb, moved_to uuid, cleared uuid[])
+RETURNS uuid[]
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    units uuid[];
+BEGIN
+    -- The image's units that still hold moved_to get back the links they
+    -- had, after their links to the cleared entities go.
+    units := ARRAY(
+        SELECT DISTINCT r.unit_id
+        FROM jsonb_populate_recordset(NULL::unit_entities, _restore_links.image -> 'links') AS r
+        WHERE EXISTS (
+            SELECT 1 FROM unit_entities AS ue
+            WHERE
+                ue.bank_id = _restore_links.bank_id AND ue.unit_id = r.unit_id
+                AND ue.entity_id = _restore_links.moved_to
+        )
+        ORDER BY r.unit_id
+    );
+    DELETE FROM unit_entities AS ue
+    WHERE
+        ue.bank_id = _restore_links.bank_id AND ue.unit_id = ANY(units)
+        AND ue.entity_id = ANY(_restore_links.cleared);
+    INSERT INTO unit_entities
+    SELECT r.*
+    FROM jsonb_populate_recordset(NULL::unit_entities, _restore_links.image -> 'links') AS r
+    WHERE r.unit_id = ANY(units)
+    ORDER BY r.unit_id, r.entity_id
+    ON CONFLICT ON CONSTRAINT unit_entities_pkey DO NOTHING;
+    RETURN units;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._restore_links(text, jsonb, uuid, uuid[]) IS
+'Internal (undo): give the before-image''s units that still hold moved_to their links back (those to the cleared '
+'entities replaced); returns the units.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._undo_merge(
     bank_id text, operation_id bigint, plan jsonb, before_image jsonb
 )
@@ -1481,17 +1559,7 @@ BEGIN
         AND lower(a.alias) IN (
             SELECT fold_name(r.alias) FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
         );
-    PERFORM _check_free_names(
-        b,
-        ARRAY(
-            SELECT r.canonical_name FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
-            WHERE r.id = ANY(sources)
-            UNION ALL
-            SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
-        ),
-        NULL,
-        _undo_merge.operation_id
-    );
+    PERFORM _check_free_names(b, _image_names(image, sources), NULL, _undo_merge.operation_id);
     INSERT INTO entities
     SELECT r.*
     FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
@@ -1518,25 +1586,8 @@ BEGIN
 
     -- The moved mentions go back (a forgotten one stays forgotten), and the
     -- units that still hold the target get the links they had.
-    UPDATE mentions AS m
-    SET entity_id = r.entity_id, decision = r.decision, decided_at = r.decided_at
-    FROM jsonb_populate_recordset(NULL::mentions, image -> 'mentions') AS r
-    WHERE m.bank_id = b AND m.unit_id = r.unit_id AND m.ordinal = r.ordinal AND m.entity_id = target;
-    GET DIAGNOSTICS n_mentions = ROW_COUNT;
-    units := ARRAY(
-        SELECT DISTINCT r.unit_id
-        FROM jsonb_populate_recordset(NULL::unit_entities, image -> 'links') AS r
-        WHERE EXISTS (
-            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = r.unit_id AND ue.entity_id = target
-        )
-        ORDER BY r.unit_id
-    );
-    DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = ANY(units) AND ue.entity_id = ANY(everyone);
-    INSERT INTO unit_entities
-    SELECT r.*
-    FROM jsonb_populate_recordset(NULL::unit_entities, image -> 'links') AS r
-    WHERE r.unit_id = ANY(units)
-    ORDER BY r.unit_id, r.entity_id;
+    n_mentions := _restore_mentions(b, image, target);
+    units := _restore_links(b, image, target, everyone);
     PERFORM _relink_mentions(b, units, everyone);
     PERFORM _restore_pairs(b, everyone, image -> 'pairs');
     RETURN jsonb_build_object(
@@ -1570,36 +1621,12 @@ BEGIN
     -- The entity split from is not curated: forgetting its remaining facts
     -- since may have removed it. It comes back from the image.
     IF NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = original) THEN
-        PERFORM _check_free_names(
-            b,
-            ARRAY(SELECT r.canonical_name FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r),
-            NULL,
-            _undo_split.operation_id
-        );
+        PERFORM _check_free_names(b, _image_names(image, ARRAY[original]), NULL, _undo_split.operation_id);
         INSERT INTO entities
         SELECT r.* FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r;
     END IF;
-    UPDATE mentions AS m
-    SET entity_id = r.entity_id, decision = r.decision, decided_at = r.decided_at
-    FROM jsonb_populate_recordset(NULL::mentions, image -> 'mentions') AS r
-    WHERE m.bank_id = b AND m.unit_id = r.unit_id AND m.ordinal = r.ordinal AND m.entity_id = split_off;
-    GET DIAGNOSTICS n_mentions = ROW_COUNT;
-    units := ARRAY(
-        SELECT r.unit_id
-        FROM jsonb_populate_recordset(NULL::unit_entities, image -> 'links') AS r
-        WHERE EXISTS (
-            SELECT 1 FROM unit_entities AS ue
-            WHERE ue.bank_id = b AND ue.unit_id = r.unit_id AND ue.entity_id = split_off
-        )
-        ORDER BY r.unit_id
-    );
-    DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = ANY(units) AND ue.entity_id = split_off;
-    INSERT INTO unit_entities
-    SELECT r.*
-    FROM jsonb_populate_recordset(NULL::unit_entities, image -> 'links') AS r
-    WHERE r.unit_id = ANY(units)
-    ORDER BY r.unit_id
-    ON CONFLICT ON CONSTRAINT unit_entities_pkey DO NOTHING;
+    n_mentions := _restore_mentions(b, image, split_off);
+    units := _restore_links(b, image, split_off, ARRAY[split_off]);
     PERFORM _relink_mentions(b, units, ARRAY[original, split_off]);
 
     -- The split-off entity goes, unless facts resolved to it since: those
@@ -1647,16 +1674,7 @@ BEGIN
     WHERE
         a.bank_id = b AND a.entity_id = was.id AND a.source = 'rename'
         AND lower(a.alias) = fold_name(_undo_rename.plan ->> 'alias_added');
-    PERFORM _check_free_names(
-        b,
-        ARRAY(
-            SELECT was.canonical_name
-            UNION ALL
-            SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
-        ),
-        was.id,
-        _undo_rename.operation_id
-    );
+    PERFORM _check_free_names(b, _image_names(image, ARRAY[was.id]), was.id, _undo_rename.operation_id);
     UPDATE entities AS e SET canonical_name = was.canonical_name, curated = was.curated
     WHERE e.bank_id = b AND e.id = was.id;
     INSERT INTO entity_aliases
@@ -1686,16 +1704,7 @@ DECLARE
     n_mentions bigint;
 BEGIN
     SELECT r.* INTO was FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r;
-    PERFORM _check_free_names(
-        b,
-        ARRAY(
-            SELECT was.canonical_name
-            UNION ALL
-            SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
-        ),
-        NULL,
-        _undo_forget.operation_id
-    );
+    PERFORM _check_free_names(b, _image_names(image, ARRAY[was.id]), NULL, _undo_forget.operation_id);
     INSERT INTO entities
     SELECT r.* FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r;
     INSERT INTO entity_aliases

@@ -77,6 +77,31 @@ $$;
 COMMENT ON FUNCTION {{ schema }}.curator_role() IS
 'The role whose members may correct the banks granted to them (grant_curation gives it).';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._revoke_direct_membership(granted name, role_name name)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- Only a membership granted to the role itself is revoked: one it has
+    -- through a group is the group's.
+    IF EXISTS (
+        SELECT 1
+        FROM pg_auth_members AS m
+        WHERE
+            m.roleid = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = _revoke_direct_membership.granted)
+            AND m.member = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = _revoke_direct_membership.role_name)
+    ) THEN
+        EXECUTE format('REVOKE %I FROM %I', _revoke_direct_membership.granted, _revoke_direct_membership.role_name);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._revoke_direct_membership(name, name) IS
+'Internal (administrators): revoke the role granted from role_name, if it was granted to role_name directly.';
+
 -- ---------------------------------------------------------------------------
 -- Bank isolation: binding roles to banks (administrators only)
 -- ---------------------------------------------------------------------------
@@ -163,15 +188,8 @@ BEGIN
         PERFORM _revoke_bank_role(revoke_bank_access.bank_id, revoke_bank_access.role_name);
     END IF;
     -- The last binding gone, the membership goes too (it would give nothing).
-    IF NOT EXISTS (SELECT 1 FROM bank_roles AS b WHERE b.role_name = revoke_bank_access.role_name)
-        AND EXISTS (
-            SELECT 1
-            FROM pg_auth_members AS m
-            WHERE
-                m.roleid = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = bank_user)
-                AND m.member = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = revoke_bank_access.role_name)
-        ) THEN
-        EXECUTE format('REVOKE %I FROM %I', bank_user, revoke_bank_access.role_name);
+    IF NOT EXISTS (SELECT 1 FROM bank_roles AS b WHERE b.role_name = revoke_bank_access.role_name) THEN
+        PERFORM _revoke_direct_membership(bank_user, revoke_bank_access.role_name);
     END IF;
     RETURN TRUE;
 END;
@@ -199,14 +217,8 @@ BEGIN
     -- with none left, the membership goes (if it was granted directly).
     IF NOT EXISTS (
         SELECT 1 FROM bank_roles AS b WHERE b.role_name = _drop_curator_membership.role_name AND b.may_curate
-    ) AND EXISTS (
-        SELECT 1
-        FROM pg_auth_members AS m
-        WHERE
-            m.roleid = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = curator)
-            AND m.member = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = _drop_curator_membership.role_name)
     ) THEN
-        EXECUTE format('REVOKE %I FROM %I', curator, _drop_curator_membership.role_name);
+        PERFORM _revoke_direct_membership(curator, _drop_curator_membership.role_name);
     END IF;
 END;
 $$;
@@ -472,7 +484,7 @@ BEGIN
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, all_roles);
         IF obj.proname NOT IN (
             '_install_grants', 'grant_bank_access', 'revoke_bank_access', 'grant_curation', 'revoke_curation',
-            '_drop_curator_membership',
+            '_drop_curator_membership', '_revoke_direct_membership',
             '_install_render', '_install_execute', '_apply_migration',
             '_install_distribute', '_grant_bank_role', '_revoke_bank_role', '_forget_shard_facts'
         ) THEN

@@ -101,18 +101,9 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
-DECLARE
-    bank_role name := _bank_role_name(_revoke_bank_role.bank_id);
 BEGIN
-    IF EXISTS (
-        SELECT 1
-        FROM pg_auth_members AS m
-        WHERE
-            m.roleid = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = bank_role)
-            AND m.member = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = _revoke_bank_role.role_name)
-    ) THEN
-        EXECUTE format('REVOKE %I FROM %I', bank_role, _revoke_bank_role.role_name);
-    END IF;
+    -- _revoke_direct_membership: sql/999_grants.sql.
+    PERFORM _revoke_direct_membership(_bank_role_name(_revoke_bank_role.bank_id), _revoke_bank_role.role_name);
 END;
 $$;
 

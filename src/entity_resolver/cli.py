@@ -87,6 +87,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts in
 DataDirOpt = Annotated[Optional[Path], typer.Option(
     "--data-dir", envvar="ENTITY_RESOLVER_DATADIR",
     help=f"Data directory of the embedded cluster [default: {DEFAULT_DATADIR}].")]
+BankArg = Annotated[str, typer.Argument(help="Bank id.")]
+EntityArg = Annotated[str, typer.Argument(help="The entity (id, name or alias).")]
+MentionArg = Annotated[str, typer.Argument(help="The mention text.")]
 NearOpt = Annotated[Optional[List[str]], typer.Option(
     "--near", help="Another mention of the same fact (repeatable): the co-occurrence signal.")]
 AtOpt = Annotated[Optional[str], typer.Option(
@@ -251,6 +254,13 @@ def _require_bank(er: Client, bank: str) -> None:
     hint = (f"; did you mean: {', '.join(close)}?" if close
             else "; entity-resolver banks lists the banks" if known else "; there are no banks yet")
     raise CliError(f"bank {bank!r} does not exist (or this role may not see it){hint}")
+
+
+def _existing(er: Client, bank: str, rows: List[Any]) -> List[Any]:
+    """``rows``; when there are none, first make sure the bank exists (_require_bank)."""
+    if not rows:
+        _require_bank(er, bank)
+    return rows
 
 
 # -- install ---------------------------------------------------------------------
@@ -449,8 +459,8 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
 @app.command("resolve")
 @_handled
 def resolve_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
-    mention: Annotated[str, typer.Argument(help="The mention text.")],
+    bank: BankArg,
+    mention: MentionArg,
     near: NearOpt = None, at: AtOpt = None,
     literal: Annotated[bool, typer.Option("--literal", help="No scoring: exact match or a new entity.")] = False,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
@@ -474,8 +484,8 @@ def resolve_cmd(
 @app.command("explain")
 @_handled
 def explain_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
-    mention: Annotated[str, typer.Argument(help="The mention text.")],
+    bank: BankArg,
+    mention: MentionArg,
     near: NearOpt = None, at: AtOpt = None,
     mention_type: Annotated[Optional[str], typer.Option(
         "--type", help="The mention's type (person, organization, place, ...), as a mention element's \"type\".")
@@ -485,9 +495,7 @@ def explain_cmd(
 ) -> None:
     """Show a mention's candidates, signals and decision."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        rows = er.explain(bank, mention, near or [], at, mention_type)
-        if not rows:
-            _require_bank(er, bank)
+        rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type))
     chosen = next((r for r in rows if r.decision in TAKEN), None)
     if as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
@@ -511,7 +519,7 @@ class EntityKind(str, enum.Enum):
 @app.command("entities")
 @_handled
 def entities_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     top: Annotated[int, typer.Option("--top", min=1, help="How many, most mentioned first.")] = 20,
     kind: Annotated[Optional[EntityKind], typer.Option("--kind", help="Only entities of this kind.")] = None,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
@@ -519,9 +527,7 @@ def entities_cmd(
 ) -> None:
     """List a bank's entities, most mentioned first."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        rows = er.entities(bank, top=top, kind=kind.value if kind else None)
-        if not rows:
-            _require_bank(er, bank)
+        rows = _existing(er, bank, er.entities(bank, top=top, kind=kind.value if kind else None))
     if as_json:
         _print_json(rows)
         return
@@ -533,7 +539,7 @@ def entities_cmd(
 @app.command("neighbors")
 @_handled
 def neighbors_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     name: Annotated[str, typer.Argument(help="Entity name (case-insensitive).")],
     top: Annotated[int, typer.Option("--top", min=1, help="How many, most frequent first.")] = 50,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
@@ -589,7 +595,7 @@ def banks_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_di
 @app.command("expand")
 @_handled
 def expand_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     fact_ids: Annotated[List[str], typer.Argument(help="Seed facts: UUIDs or the fact_id strings given to import.")],
     max_results: Annotated[int, typer.Option("--max", min=1, help="At most this many facts.")] = 50,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
@@ -597,9 +603,7 @@ def expand_cmd(
 ) -> None:
     """Facts that share entities with the given facts."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        rows = er.expand(bank, fact_ids, max_results)
-        if not rows:
-            _require_bank(er, bank)
+        rows = _existing(er, bank, er.expand(bank, fact_ids, max_results))
         contents = er.fact_contents(bank, [r.unit_id for r in rows])
     if as_json:
         _print_json([{"unit_id": r.unit_id, "fact_id": r.fact_id, "shared_entities": r.shared_entities,
@@ -639,7 +643,7 @@ def _setting_value(text: str) -> Any:
 @app.command("configure")
 @_handled
 def configure_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     settings: Annotated[Optional[List[str]], typer.Argument(
         help="KEY=VALUE pairs, e.g. threshold=0.7 (KEY=null: back to the default).")] = None,
     reset: Annotated[bool, typer.Option("--reset", help="Drop every override not given now.")] = False,
@@ -713,10 +717,18 @@ def _print_plan(bank: str, plan: Dict[str, Any], as_json: bool) -> None:
                   style="dim")
 
 
+def _correct(bank: str, correction: Callable[[Client], Dict[str, Any]], dsn: Optional[str], schema: str,
+             data_dir: Optional[Path], as_json: bool) -> None:
+    """Run one correction on a Client of its own and print the plan it returns."""
+    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+        plan = correction(er)
+    _print_plan(bank, plan, as_json)
+
+
 @app.command("merge")
 @_handled
 def merge_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     sources: Annotated[List[str], typer.Argument(help="Entities to merge away (ids, names or aliases).")],
     into: Annotated[str, typer.Option("--into", help="The entity they become (id, name or alias).")],
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
@@ -724,15 +736,14 @@ def merge_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Merge entities into one: mentions, links and pairs move; names become aliases; ids forward."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        plan = er.merge(bank, sources, into, dry_run=dry_run, reason=reason)
-    _print_plan(bank, plan, as_json)
+    _correct(bank, lambda er: er.merge(bank, sources, into, dry_run=dry_run, reason=reason),
+             dsn, schema, data_dir, as_json)
 
 
 @app.command("split")
 @_handled
 def split_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     entity: Annotated[str, typer.Argument(help="The entity to split (id, name or alias).")],
     facts: Annotated[List[str], typer.Option("--fact", help="A fact whose mentions move (fact_id or id; repeatable).")],
     name: Annotated[str, typer.Option("--name", help="Name of the new entity.")],
@@ -741,75 +752,67 @@ def split_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Move an entity's mentions in the given facts to a new entity."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        plan = er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason)
-    _print_plan(bank, plan, as_json)
+    _correct(bank, lambda er: er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason),
+             dsn, schema, data_dir, as_json)
 
 
 @app.command("rename")
 @_handled
 def rename_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
-    entity: Annotated[str, typer.Argument(help="The entity (id, name or alias).")],
+    bank: BankArg,
+    entity: EntityArg,
     new_name: Annotated[str, typer.Argument(help="Its new canonical name.")],
     reason: ReasonOpt = None,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Give an entity another canonical name; the old one stays as an alias."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        plan = er.rename(bank, entity, new_name, reason=reason)
-    _print_plan(bank, plan, as_json)
+    _correct(bank, lambda er: er.rename(bank, entity, new_name, reason=reason), dsn, schema, data_dir, as_json)
 
 
 @app.command("alias")
 @_handled
 def alias_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
-    entity: Annotated[str, typer.Argument(help="The entity (id, name or alias).")],
+    bank: BankArg,
+    entity: EntityArg,
     alias: Annotated[str, typer.Argument(help="Another name that resolves to it exactly.")],
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Add an alias: a mention equal to it resolves to the entity."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        plan = er.add_alias(bank, entity, alias)
-    _print_plan(bank, plan, as_json)
+    _correct(bank, lambda er: er.add_alias(bank, entity, alias), dsn, schema, data_dir, as_json)
 
 
 @app.command("unalias")
 @_handled
 def unalias_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     alias: Annotated[str, typer.Argument(help="The alias (case-insensitive).")],
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remove an alias."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        plan = er.remove_alias(bank, alias)
-    _print_plan(bank, plan, as_json)
+    _correct(bank, lambda er: er.remove_alias(bank, alias), dsn, schema, data_dir, as_json)
 
 
 @app.command("forget")
 @_handled
 def forget_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
-    entity: Annotated[str, typer.Argument(help="The entity (id, name or alias).")],
+    bank: BankArg,
+    entity: EntityArg,
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remove an entity with its provenance, links, pairs and aliases (the facts stay)."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        plan = er.forget_entity(bank, entity, dry_run=dry_run, reason=reason)
-    _print_plan(bank, plan, as_json)
+    _correct(bank, lambda er: er.forget_entity(bank, entity, dry_run=dry_run, reason=reason),
+             dsn, schema, data_dir, as_json)
 
 
 @app.command("undo")
 @_handled
 def undo_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     operation_id: Annotated[int, typer.Argument(help="The operation (entity-resolver history lists them).")],
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
@@ -829,16 +832,14 @@ def undo_cmd(
 @app.command("history")
 @_handled
 def history_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     max_results: Annotated[int, typer.Option("--max", min=1, help="At most this many, most recent first.")] = 50,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The bank's corrections, most recent first, and whether each can be undone."""
     with _client(dsn, schema, data_dir, quiet=as_json) as er:
-        rows = er.history(bank, max_results)
-        if not rows:
-            _require_bank(er, bank)
+        rows = _existing(er, bank, er.history(bank, max_results))
     if as_json:
         _print_json(rows)
         return
@@ -868,7 +869,7 @@ class GoldForm(str, enum.Enum):
 @app.command("export")
 @_handled
 def export_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     output: Annotated[str, typer.Option("--output", "-o", help="File to write (- for standard output).")] = "-",
     gold: Annotated[GoldForm, typer.Option("--gold", help="Write each mention's entity as its id or its name.")] = GoldForm.id,
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
@@ -1020,7 +1021,7 @@ def bench_cmd(
 @labels_app.command("set")
 @_handled
 def labels_set_cmd(
-    bank: Annotated[str, typer.Argument(help="Bank id.")],
+    bank: BankArg,
     file: Annotated[Path, typer.Argument(help="JSON file: {\"attributes\": [...]} (or - for stdin).")],
     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
@@ -1043,7 +1044,7 @@ def labels_set_cmd(
 
 @labels_app.command("show")
 @_handled
-def labels_show_cmd(bank: Annotated[str, typer.Argument(help="Bank id.")],
+def labels_show_cmd(bank: BankArg,
                     dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
                     as_json: JsonOpt = False) -> None:
     """Print a bank's label vocabulary."""
@@ -1066,7 +1067,7 @@ def labels_show_cmd(bank: Annotated[str, typer.Argument(help="Bank id.")],
 
 @labels_app.command("schema")
 @_handled
-def labels_schema_cmd(bank: Annotated[str, typer.Argument(help="Bank id.")],
+def labels_schema_cmd(bank: BankArg,
                       dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
                       as_json: JsonOpt = False) -> None:
     """Print the bank's labels as a JSON Schema (for an extractor). Always JSON."""

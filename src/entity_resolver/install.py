@@ -20,7 +20,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -394,12 +394,15 @@ def _lock_everything(conn: psycopg.Connection, schema: str) -> bool:
     return True
 
 
+T = TypeVar("T")
+
+
 class _Busy(Exception):
     """A lock was busy: roll the attempt back and try again."""
 
 
-def _run_locked(conn: psycopg.Connection, schema: str, script: bytes) -> None:
-    """Run the script in one transaction that first holds every lock it needs (see above)."""
+def _with_every_lock(conn: psycopg.Connection, schema: str, work: Callable[[], T]) -> T:
+    """``work()`` in one transaction that first holds every lock it needs (see above), retried while a lock is busy."""
     pause = LOCK_PAUSE
     for _ in range(LOCK_ATTEMPTS):
         try:
@@ -408,8 +411,7 @@ def _run_locked(conn: psycopg.Connection, schema: str, script: bytes) -> None:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
                 if not _lock_everything(conn, schema):
                     raise _Busy
-                conn.execute(script)
-                return
+                return work()
         except _Busy:
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
@@ -417,6 +419,11 @@ def _run_locked(conn: psycopg.Connection, schema: str, script: bytes) -> None:
         f"could not lock the tables of schema {schema} in {LOCK_ATTEMPTS} attempts: sessions keep "
         f"them busy (see pg_locks; a session idle in transaction holds its locks); run the "
         f"installer again at a quieter moment")
+
+
+def _run_locked(conn: psycopg.Connection, schema: str, script: bytes) -> None:
+    """Run the script with every lock held (_with_every_lock)."""
+    _with_every_lock(conn, schema, lambda: conn.execute(script))
 
 
 def _run_distributed(conn: psycopg.Connection, schema: str, parts: List[build.Part], shard_count: int) -> dict:
@@ -429,30 +436,21 @@ def _run_distributed(conn: psycopg.Connection, schema: str, parts: List[build.Pa
     ledger row) instead of as one _apply_migration call.
     """
     internal = sql.Identifier(internal_schema(schema))
-    pause = LOCK_PAUSE
-    for _ in range(LOCK_ATTEMPTS):
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
-                if not _lock_everything(conn, schema):
-                    raise _Busy
-                # Triggers on distributed tables (facts) are what the write
-                # path is made of; Citus asks for this to create them.
-                conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
-                for part in parts:
-                    if part.migration is None:
-                        for statement in build.split_statements(part.text):
-                            conn.execute(statement)
-                    else:
-                        _apply_migration_distributed(conn, schema, internal, part)
-                return conn.execute(sql.SQL("SELECT {}._install_distribute(%s)").format(internal),
-                                    (shard_count,)).fetchone()[0]
-        except _Busy:
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
-    raise InstallError(
-        f"could not lock the tables of schema {schema} in {LOCK_ATTEMPTS} attempts: sessions keep "
-        f"them busy (see pg_locks); run the installer again at a quieter moment")
+
+    def work() -> dict:
+        # Triggers on distributed tables (facts) are what the write
+        # path is made of; Citus asks for this to create them.
+        conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+        for part in parts:
+            if part.migration is None:
+                for statement in build.split_statements(part.text):
+                    conn.execute(statement)
+            else:
+                _apply_migration_distributed(conn, schema, internal, part)
+        return conn.execute(sql.SQL("SELECT {}._install_distribute(%s)").format(internal),
+                            (shard_count,)).fetchone()[0]
+
+    return _with_every_lock(conn, schema, work)
 
 
 def _apply_migration_distributed(conn: psycopg.Connection, schema: str, internal: sql.Identifier,
