@@ -938,6 +938,14 @@ BEGIN
     LOOP
         PERFORM _forget_units(one.bank_id, one.ids);
     END LOOP;
+    -- The forgetting queued statistics, whose flush at commit is a deferred
+    -- row event on stats_queue. Left deferred, it would fire after this
+    -- TRUNCATE and read its queue row from a table the same statement may
+    -- have truncated (TRUNCATE facts, stats_queue: XX001 "could not read
+    -- block"). Fire it now (the flush applies the decrements), then defer
+    -- the flush again for the rest of the transaction.
+    SET CONSTRAINTS {{ schema }}.stats_queue_flush_at_commit IMMEDIATE;
+    SET CONSTRAINTS {{ schema }}.stats_queue_flush_at_commit DEFERRED;
     RETURN NULL;
 END;
 $$;

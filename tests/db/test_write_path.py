@@ -226,6 +226,19 @@ def test_truncate_forgets_the_facts_and_keeps_link_unit_links(conn):
     assert [r[0] for r in conn.execute("SELECT canonical_name FROM entity_resolver.entities")] == ["Acme"]
 
 
+def test_truncating_every_table_at_once_forgets_the_facts_first(conn):
+    # The forgetting's statistics are applied before the tables are emptied:
+    # a flush left for commit would read a queue row of a truncated table.
+    ent = make_bank(conn, "team", ["Acme"])
+    conn.execute("SELECT entity_resolver.link_unit('team', %s, %s::uuid[])", (uid(1), [ent["Acme"]]))
+    insert_facts(conn, "team", [["Acme", "Oslo"], ["Oslo", "Wren"]])
+    conn.execute("TRUNCATE entity_resolver.facts, entity_resolver.stats_queue, entity_resolver.mentions")
+    assert links(conn, "team") == {uid(1): 1}
+    assert conn.execute("SELECT canonical_name, mention_count FROM entity_resolver.entities").fetchall() == [("Acme", 0)]
+    conn.execute("TRUNCATE entity_resolver.banks CASCADE")
+    assert conn.execute("SELECT count(*) FROM entity_resolver.entities").fetchone()[0] == 0
+
+
 def test_updating_the_mentions_of_a_fact_is_refused(conn):
     ids = insert_facts(conn, "team", [["Acme"]])
     with pytest.raises(psycopg.errors.FeatureNotSupported, match="mentions and event_date cannot be updated"):
