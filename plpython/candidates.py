@@ -10,11 +10,12 @@ found, merged per entity in probe order.
 """
 
 import dataclasses
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import memory
 import names as names_mod
 import probe
+import screen
 from callstate import CallState
 from mentions import datetime_of
 from scoring import Candidate
@@ -65,13 +66,15 @@ class View(NamedTuple):
 
 
 def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
-              memory_keys: List[str], cfg, data: names_mod.NameData) -> View:
-    """The exact look-up and the probe of a call: two statements (three with queued dates).
+              memory_keys: List[str], cfg, data: names_mod.NameData,
+              types: Optional[Dict[str, Set[Optional[str]]]] = None) -> View:
+    """The exact look-up and the probe of a call: two to three statements (one more with queued dates).
 
     A key's other forms are looked up by exact name, with the keys: "bob
     smith" finds "Robert Smith" as its form "robert smith", "acme inc" finds
     "Acme" as "acme" (a trigram probe per form would cost as much again as
-    the probe of the keys).
+    the probe of the keys). ``types``: the mention types each regular key
+    is resolved with (None: untyped only).
     """
     forms = {k: split_forms(k, cfg, data) for k in regular_keys}
     exact = {f for fs in forms.values() for f in fs.exact}
@@ -81,8 +84,13 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
                        memory.MEMORY_MIN_SCORE)
     # An alias names its entity exactly: no fuzzy probe for it.
     fuzzy = [k for k in regular_keys if probe.alias_hit(hits, k) is None]
-    distinct = sorted(set(fuzzy) | {f for k in fuzzy for f in forms[k].probed})
-    by_key, names = probe.candidates(plpy, bank.id, distinct, cfg["max_candidates"])
+    probed_forms = {f for k in fuzzy for f in forms[k].probed}
+    by_key, names = _probe_identical(plpy, bank, _narrow_keys(fuzzy, forms, probed_forms, hits, cfg), cfg, data,
+                                     types or {})
+    rest, rest_names = probe.candidates(plpy, bank.id, sorted((set(fuzzy) - set(by_key)) | probed_forms),
+                                        cfg["max_candidates"])
+    by_key.update(rest)
+    names.update(rest_names)
     for f in exact:
         for h in hits.get(f, ()):
             names.setdefault(h.id, h.name)
@@ -91,6 +99,42 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
         ids = [c.id for cands in by_key.values() for c in cands] + [h.id for f in exact for h in hits.get(f, ())]
         pending = probe.pending_dates(plpy, bank.id, ids)
     return View(hits, by_key, names, pending, forms)
+
+
+# -- the probe of identical names ------------------------------------------------------------
+#
+# A key whose screening stops at an identical name (screen.stops_at_identical)
+# is decided by the first rows of its probe, those of similarity 1.0, when one
+# of them passes the screen: it scores 1.0, and no later candidate can change
+# the choice or the best score. The bank's rows of similarity 1.0 come from
+# the index's shortest posting lists (probe.SQL_IDENTICAL), where the probe at
+# the similarity threshold reads all of them; the entities the call creates
+# merge into them in probe order as into the full list. A key none of whose
+# identical rows passes (for any type it is resolved with) is probed in full.
+
+
+def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[str], hits, cfg) -> List[str]:
+    """The keys worth probing for identical names first: a name of the bank, stopping at it, no other forms.
+
+    A key that is also another key's probed form keeps its full probe: that
+    key's candidates are read from it.
+    """
+    return sorted(k for k in set(fuzzy)
+                  if not forms[k].probed and not forms[k].exact and k not in probed_forms
+                  and screen.stops_at_identical(k, cfg) is not None
+                  and any(h.via == "name" and h.kind != "label" for h in hits.get(k, ())))
+
+
+def _probe_identical(plpy, bank, narrow: List[str], cfg, data: names_mod.NameData,
+                     types: Dict[str, Set[Optional[str]]]) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
+    """The candidates of the keys their identical names settle, and their names (one statement)."""
+    if not narrow:
+        return {}, {}
+    found, names = probe.identical(plpy, bank.id, narrow, cfg["max_candidates"])
+    settled = {k: rows for k, rows in found.items()
+               if all(screen.settled_by_identical(k, rows, cfg, t, data) for t in types.get(k) or {None})}
+    kept = {c.id for rows in settled.values() for c in rows}
+    return settled, {i: n for i, n in names.items() if i in kept}
 
 
 def _form_candidates(form: str, view: View, state: CallState) -> List[Candidate]:

@@ -15,7 +15,7 @@ which unit tests call in-process.
 
 import dataclasses
 import uuid
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import banks
 import candidates
@@ -290,9 +290,12 @@ def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, w
     regular_keys = [call.folded.keys[i] for i in sorted(call.regular)]
     memory_keys = [k for k in regular_keys if memory.remembers(k, call.cfg)]
     near = _call_neighbours(call, facts)
+    types: Dict[str, Set[Optional[str]]] = {}
+    for i in call.regular:
+        types.setdefault(call.folded.keys[i], set()).add(mention_type(call.folded, call.exact, i))
     for attempt in range(MAX_ATTEMPTS):
         view = candidates.read_view(plpy, bank, call.folded.keys, literal_keys, regular_keys, memory_keys,
-                                    call.cfg, call.data)
+                                    call.cfg, call.data, types)
         state = CallState(near)
         results = []
         for n, fact in enumerate(facts):

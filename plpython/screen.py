@@ -131,3 +131,16 @@ def screen(mention: str, candidates: Iterable[Candidate], settings: Dict[str, An
         out.append(row)
         found = found or (stop is not None and row[1] is None and is_identical(row[0]))
     return out
+
+
+def settled_by_identical(mention: str, candidates: List[Candidate], settings: Dict[str, Any],
+                         mention_type: Optional[str] = None, names: Optional[names_mod.NameData] = None) -> bool:
+    """True iff screening these candidates stops at an identical name that passes (``screen``).
+
+    Then no candidate after them can change the choice or the best score: a
+    probe's first rows, those of similarity 1.0, decide the mention.
+    """
+    if stops_at_identical(mention, settings) is None:
+        return False
+    return any(skipped is None and is_identical(c)
+               for c, skipped in screen(mention, candidates, settings, True, mention_type, names))

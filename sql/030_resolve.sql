@@ -4,7 +4,10 @@
 -- expands the body into the internal PL/Python function and the public
 -- wrapper). SET "pg_trgm.similarity_threshold": the resolver sets the probe
 -- threshold with set_config(..., true); the SET clause restores the caller's
--- value when the function returns.
+-- value when the function returns. SET
+-- "pg_trgm.strict_word_similarity_threshold" = '1': the probe of identical
+-- names (plpython/probe.py, SQL_IDENTICAL) asks the trigram index for names
+-- holding every trigram of the mention, with the caller's value untouched.
 
 CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mentions(
     bank_id text,
@@ -24,6 +27,7 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ resolve.resolve_mentions_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.resolve_mentions(text, jsonb, timestamptz) IS
@@ -47,6 +51,7 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ resolve.resolve_mention_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.resolve_mention(text, text, text[], timestamptz, boolean) IS
@@ -70,6 +75,7 @@ STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ resolve.lookup_mention_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.lookup_mention(text, text, text[], timestamptz, text) IS
@@ -102,6 +108,7 @@ STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ explain.explain $$;
 
 COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz, text) IS

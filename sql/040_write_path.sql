@@ -667,6 +667,7 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ facts.retain_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.retain(text, uuid, jsonb, timestamptz) IS
@@ -805,6 +806,7 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ facts.resolve_and_link_facts_sql $$;
 
 COMMENT ON FUNCTION {{ internal }}._resolve_and_link_facts(text[], text[], text[], text[]) IS

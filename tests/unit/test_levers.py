@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import assume, given, settings as hsettings, strategies as st
 
 import candidates
 import memory
@@ -20,7 +20,7 @@ from callstate import CallState
 from decide import MIN_CONTEXT, evaluate
 from probe import Hit
 from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
-from screen import screen, stops_at_identical
+from screen import screen, settled_by_identical, stops_at_identical
 from settings import DEFAULTS, LEVERS, lever
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
@@ -232,6 +232,39 @@ def test_stopping_at_identical_names_changes_neither_the_choice_nor_its_score(me
     _, full = evaluate(mention, ordered, nearby, NOW, ENHANCED, False, mention_type, DATA)
     _, short = evaluate(mention, ordered, nearby, NOW, ENHANCED, True, mention_type, DATA)
     assert (full and (full.candidate.id, full.score)) == (short and (short.candidate.id, short.score))
+
+
+def _as_probed(cands, mention):
+    """Similarities as the probe gives them (see the test above), in probe order."""
+    cands = [dataclasses.replace(c, trigram_similarity=1.0 if _same_trigrams(c.name, c.form or mention)
+                                 else min(c.trigram_similarity, 0.6)) for c in cands]
+    return sorted(cands, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(mention=NAME, cands=st.lists(CAND, max_size=6, unique_by=lambda c: c.id),
+       nearby=st.lists(st.sampled_from(["acme", "react", "user", "lunch"]), max_size=3), mention_type=TYPE,
+       cfg=st.sampled_from([ENHANCED, REFERENCE]), twin=CAND)
+def test_identical_rows_that_settle_a_mention_decide_it_as_the_whole_probe(mention, cands, nearby, mention_type,
+                                                                           cfg, twin):
+    # The probe of identical names (candidates.read_view) reads only the rows
+    # of similarity 1.0 of a key they settle: the choice, its score and the
+    # best score must be those of every row. (twin: an entity of the
+    # mention's name, as the bank has for a key probed this way.)
+    cands = cands + [dataclasses.replace(twin, name=mention, form=None, id="twin")]
+    ordered = _as_probed(cands, mention)
+    identical = [c for c in ordered if c.trigram_similarity >= 1.0]
+    assume(settled_by_identical(mention, identical, cfg, mention_type, DATA))
+    whole, best = evaluate(mention, ordered, nearby, NOW, cfg, True, mention_type, DATA)
+    first, narrow = evaluate(mention, identical, nearby, NOW, cfg, True, mention_type, DATA)
+    assert (best.candidate.id, best.score) == (narrow.candidate.id, narrow.score)
+    assert max(e.score for e in whole if e.score is not None) == max(e.score for e in first if e.score is not None)
+
+
+def test_a_one_word_mention_is_never_settled_by_its_identical_rows_under_bare_names():
+    alex = cand("alex", 1.0, NOW)
+    assert not settled_by_identical("alex", [alex], ENHANCED)
+    assert settled_by_identical("alex", [alex], REFERENCE)
 
 
 def test_the_stop_waits_for_the_block_of_identical_names_under_typed_mentions():
