@@ -114,13 +114,15 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
 
 
 def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[str], hits, cfg) -> List[str]:
-    """The keys worth probing for identical names first: a name of the bank, stopping at it, no other forms.
+    """The keys worth probing for identical names first: a name of the bank, stopping at it, no probed forms.
 
-    A key that is also another key's probed form keeps its full probe: that
-    key's candidates are read from it.
+    Forms looked up by exact name are candidates of similarity 1.0 (to the
+    form): they join the identical rows, as in the full list. A key that is
+    also another key's probed form keeps its full probe: that key's
+    candidates are read from it.
     """
     return sorted(k for k in set(fuzzy)
-                  if not forms[k].probed and not forms[k].exact and k not in probed_forms
+                  if not forms[k].probed and k not in probed_forms
                   and screen.stops_at_identical(k, cfg) is not None
                   and any(h.via == "name" and h.kind != "label" for h in hits.get(k, ())))
 
