@@ -27,6 +27,9 @@ class Bank(NamedTuple):
     # This transaction queued statistics for the bank that are not applied
     # yet: resolution must count them, as it would once they are.
     pending: bool = False
+    # Row-level security applies to the caller (a bank-bound role): the
+    # trigram index cannot answer a probe, so none is narrowed (candidates.py).
+    isolated: bool = False
 
 
 # The writer's first statement: the bank_id rule (its result is selected, so
@@ -42,7 +45,8 @@ SELECT c.bank_id AS checked, b.settings::text AS settings, b.bank_id IS NOT NULL
        lower(b.entity_labels::text COLLATE @collate@) AS labels,
        (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(%d, hashtext($1))) AS l) AS locked,
        EXISTS(SELECT 1 FROM stats_queue AS q
-               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
+               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending,
+       row_security_active('entities') AS isolated
   FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
   LEFT JOIN banks AS b ON b.bank_id = $1
 """ % locks.BANK
@@ -53,7 +57,8 @@ SQL_BANK_READ = """
 SELECT c.bank_id, b.settings::text AS settings,
        lower(b.entity_labels::text COLLATE @collate@) AS labels,
        EXISTS(SELECT 1 FROM stats_queue AS q
-               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending
+               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending,
+       row_security_active('entities') AS isolated
   FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
   LEFT JOIN banks AS b ON b.bank_id = $1
 """
@@ -65,7 +70,7 @@ def _bank(bank_id: str, row: Optional[Dict[str, Any]]) -> Bank:
     overrides = json.loads(row["settings"]) if row and row["settings"] else {}
     lowered = json.loads(row["labels"]) if row and row["labels"] else {}
     return Bank(bank_id, settings_mod.effective_settings(overrides), labels.LabelMatcher(lowered),
-                bool(row and row["pending"]))
+                bool(row and row["pending"]), bool(row and row["isolated"]))
 
 
 def open_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:

@@ -68,7 +68,8 @@ class View(NamedTuple):
 def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
               memory_keys: List[str], cfg, data: names_mod.NameData,
               types: Optional[Dict[str, Set[Optional[str]]]] = None) -> View:
-    """The exact look-up and the probe of a call: two to three statements (one more with queued dates).
+    """The exact look-up and the probe of a call: two statements (one more with queued dates, one more
+    for a key whose identical names do not settle it).
 
     A key's other forms are looked up by exact name, with the keys: "bob
     smith" finds "Robert Smith" as its form "robert smith", "acme inc" finds
@@ -85,12 +86,20 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     # An alias names its entity exactly: no fuzzy probe for it.
     fuzzy = [k for k in regular_keys if probe.alias_hit(hits, k) is None]
     probed_forms = {f for k in fuzzy for f in forms[k].probed}
-    by_key, names = _probe_identical(plpy, bank, _narrow_keys(fuzzy, forms, probed_forms, hits, cfg), cfg, data,
-                                     types or {})
-    rest, rest_names = probe.candidates(plpy, bank.id, sorted((set(fuzzy) - set(by_key)) | probed_forms),
-                                        cfg["max_candidates"])
-    by_key.update(rest)
-    names.update(rest_names)
+    narrow = [] if bank.isolated else _narrow_keys(fuzzy, forms, probed_forms, hits, cfg)
+    by_key, identical, names = probe.candidates_and_identical(
+        plpy, bank.id, sorted((set(fuzzy) - set(narrow)) | probed_forms), narrow, cfg["max_candidates"])
+    unsettled = []
+    for k, rows in identical.items():
+        if all(screen.settled_by_identical(k, rows, cfg, t, data) for t in (types or {}).get(k) or {None}):
+            by_key[k] = rows
+        else:
+            unsettled.append(k)
+    if unsettled:
+        # Rare: no identical name passes the screen (a word or type mismatch).
+        rest, rest_names = probe.candidates(plpy, bank.id, unsettled, cfg["max_candidates"])
+        by_key.update(rest)
+        names.update(rest_names)
     for f in exact:
         for h in hits.get(f, ()):
             names.setdefault(h.id, h.name)
@@ -107,10 +116,13 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
 # is decided by the first rows of its probe, those of similarity 1.0, when one
 # of them passes the screen: it scores 1.0, and no later candidate can change
 # the choice or the best score. The bank's rows of similarity 1.0 come from
-# the index's shortest posting lists (probe.SQL_IDENTICAL), where the probe at
-# the similarity threshold reads all of them; the entities the call creates
-# merge into them in probe order as into the full list. A key none of whose
-# identical rows passes (for any type it is resolved with) is probed in full.
+# the index's shortest posting lists (probe.SQL_PROBE), where the probe at the
+# similarity threshold reads all of them; the entities the call creates merge
+# into them in probe order as into the full list. A key none of whose
+# identical rows passes (for a type it is resolved with) is probed in full
+# after. Under row-level security (a bank-bound role) no key is narrowed: the
+# policies keep the index from answering either probe, and the identical one
+# would cost every row of the bank again.
 
 
 def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[str], hits, cfg) -> List[str]:
@@ -125,18 +137,6 @@ def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[st
                   if not forms[k].probed and k not in probed_forms
                   and screen.stops_at_identical(k, cfg) is not None
                   and any(h.via == "name" and h.kind != "label" for h in hits.get(k, ())))
-
-
-def _probe_identical(plpy, bank, narrow: List[str], cfg, data: names_mod.NameData,
-                     types: Dict[str, Set[Optional[str]]]) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
-    """The candidates of the keys their identical names settle, and their names (one statement)."""
-    if not narrow:
-        return {}, {}
-    found, names = probe.identical(plpy, bank.id, narrow, cfg["max_candidates"])
-    settled = {k: rows for k, rows in found.items()
-               if all(screen.settled_by_identical(k, rows, cfg, t, data) for t in types.get(k) or {None})}
-    kept = {c.id for rows in settled.values() for c in rows}
-    return settled, {i: n for i, n in names.items() if i in kept}
 
 
 def _form_candidates(form: str, view: View, state: CallState) -> List[Candidate]:

@@ -88,30 +88,35 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
  ORDER BY q.i ASC, c.sim DESC, c.name ASC, coalesce(c.entity_type, '') ASC, c.id ASC
 """
 
-# The candidates of identical trigram sets only (similarity 1.0): the first
-# rows of SQL_CANDIDATES for the same key, in the same order and limit. The
-# index is asked for names holding every trigram of the key (strict word
-# similarity at the entry points' threshold of 1: a whole name is such an
-# extent of itself), which it answers from its shortest posting lists, where
-# the probe at the similarity threshold reads them all.
-SQL_IDENTICAL = """
-SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 AS sim,
-       c.last_seen, c.entity_type
-  FROM unnest($2::text[]) WITH ORDINALITY AS q (m, i)
- CROSS JOIN LATERAL (  -- noqa: ST05
-       SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
+# A call's probe, in one statement: the keys marked narrow ($4) read only
+# their candidates of identical trigram sets (similarity 1.0), the others
+# every candidate. A narrow key's rows are the first rows SQL_CANDIDATES
+# gives it, in the same order and limit: the index is asked for names
+# holding every trigram of the key (strict word similarity at the entry
+# points' threshold of 1; a whole name is such an extent of itself), which it
+# answers from its shortest posting lists, where the probe at the similarity
+# threshold reads them all. Each branch runs only for its keys (a one-time
+# filter on the key's mark).
+_IDENTICAL_ROWS = """
+      (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
               extract(EPOCH FROM e.last_seen)::float8 AS last_seen
          FROM entities AS e
-        WHERE e.bank_id = $1
+        WHERE q.narrow AND e.bank_id = $1
           AND e.entity_kind <> 'label'
           AND q.m OPERATOR (@trgm@.<<%) lower(e.canonical_name)
           AND @trgm@.similarity(lower(e.canonical_name), q.m) >= 1
         ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
-        LIMIT $3
-       ) AS c
- ORDER BY q.i ASC, c.sim DESC, c.name ASC, coalesce(c.entity_type, '') ASC, c.id ASC
+        LIMIT $3)
 """
+
+SQL_PROBE = (SQL_CANDIDATES
+             .replace("unnest($2::text[]) WITH ORDINALITY AS q (m, i)",
+                      "unnest($2::text[], $4::boolean[]) WITH ORDINALITY AS q (m, narrow, i)")
+             .replace("-- noqa: ST05\n       SELECT", "-- noqa: ST05\n      (SELECT")
+             .replace("WHERE e.bank_id = $1", "WHERE NOT q.narrow AND e.bank_id = $1")
+             .replace("LIMIT $3\n       ) AS c", "LIMIT $3)\n       UNION ALL" + _IDENTICAL_ROWS + "       ) AS c"))
+
 
 # explain_mention: regular rows at a lower probe (plus the label rows, which
 # resolution never sees, so that explain can say why they were skipped).
@@ -315,15 +320,11 @@ def name_hit(hits: Dict[str, List[Hit]], key: str, mention_type: Optional[str]) 
 
 def candidates(plpy, bank_id: str, keys: List[str], limit: int) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
     """Probe every key at once; return its candidates in probe order and every candidate's name."""
-    return _probe(plpy, "candidates", SQL_CANDIDATES, bank_id, keys, limit)
-
-
-def _probe(plpy, plan: str, statement: str, bank_id: str, keys: List[str], limit: int):
     by_key: Dict[str, List[Candidate]] = {k: [] for k in keys}
     names: Dict[str, str] = {}
     if not keys:
         return by_key, names
-    rows = db.run(plpy, plan, statement, ["text", "text[]", "int"], [bank_id, keys, limit])
+    rows = db.run(plpy, "candidates", SQL_CANDIDATES, ["text", "text[]", "int"], [bank_id, keys, limit])
     for r in rows:
         by_key[keys[r["i"] - 1]].append(
             Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
@@ -331,9 +332,21 @@ def _probe(plpy, plan: str, statement: str, bank_id: str, keys: List[str], limit
     return by_key, names
 
 
-def identical(plpy, bank_id: str, keys: List[str], limit: int) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
-    """The candidates of identical trigram sets of every key (``candidates``' first rows for it)."""
-    return _probe(plpy, "identical", SQL_IDENTICAL, bank_id, keys, limit)
+def candidates_and_identical(plpy, bank_id: str, keys: List[str], narrow: List[str], limit: int):
+    """Probe ``keys`` in full and ``narrow`` for their identical names, at once (SQL_PROBE).
+
+    Returns (candidates by key, identical candidates by narrow key, every candidate's name).
+    """
+    every = keys + narrow
+    by_key: Dict[str, List[Candidate]] = {k: [] for k in every}
+    names: Dict[str, str] = {}
+    if every:
+        for r in db.run(plpy, "probe", SQL_PROBE, ["text", "text[]", "int", "boolean[]"],
+                        [bank_id, every, limit, [False] * len(keys) + [True] * len(narrow)]):
+            by_key[every[r["i"] - 1]].append(
+                Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
+            names[r["id"]] = r["canonical_name"]
+    return {k: by_key[k] for k in keys}, {k: by_key[k] for k in narrow}, names
 
 
 def explain_candidates(plpy, bank_id: str, key: str, limit: int, label_rows: int):

@@ -6,7 +6,7 @@
 -- threshold with set_config(..., true); the SET clause restores the caller's
 -- value when the function returns. SET
 -- "pg_trgm.strict_word_similarity_threshold" = '1': the probe of identical
--- names (plpython/probe.py, SQL_IDENTICAL) asks the trigram index for names
+-- names (plpython/probe.py, SQL_PROBE) asks the trigram index for names
 -- holding every trigram of the mention, with the caller's value untouched.
 
 CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mentions(

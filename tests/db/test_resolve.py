@@ -393,12 +393,9 @@ def test_resolving_58_known_mentions_takes_as_many_statements_as_1(bank):
     bank.resolve_batch(mentions)
     many = statements_of_last_call(bank.conn)
 
-    # bank, fold, exact names, identical names, context, write: the known
-    # names settle at their identical rows, and need no full probe ...
-    assert one == 6
-    # ... but for "Person AB" and "Person SA", whose last word is a legal
-    # form (their form without it is probed): one more statement, not 57.
-    assert many == 7
+    # bank, fold, exact names, candidates (in full, or only the identical
+    # names where those settle the mention), context, write
+    assert one == many == 6
 
 
 def test_a_batch_of_every_kind_takes_as_many_statements_at_58_mentions_as_at_5(bank):
@@ -421,6 +418,5 @@ def test_a_batch_of_every_kind_takes_as_many_statements_at_58_mentions_as_at_5(b
     bank.resolve_batch(batch(58))
     many = statements_of_last_call(bank.conn)
 
-    # bank, fold, exact names, identical names (the known ones), candidates
-    # (the new ones), context, create, write
-    assert few == many == 8
+    # bank, fold, exact names, candidates, context, create, write
+    assert few == many == 7

@@ -257,8 +257,9 @@ def test_identical_rows_that_settle_a_mention_decide_it_as_the_whole_probe(menti
     assume(settled_by_identical(mention, identical, cfg, mention_type, DATA))
     whole, best = evaluate(mention, ordered, nearby, NOW, cfg, True, mention_type, DATA)
     first, narrow = evaluate(mention, identical, nearby, NOW, cfg, True, mention_type, DATA)
-    assert (best.candidate.id, best.score) == (narrow.candidate.id, narrow.score)
-    assert max(e.score for e in whole if e.score is not None) == max(e.score for e in first if e.score is not None)
+    assert (best and (best.candidate.id, best.score)) == (narrow and (narrow.candidate.id, narrow.score))
+    assert max((e.score for e in whole if e.score is not None), default=None) == \
+        max((e.score for e in first if e.score is not None), default=None)
 
 
 def test_a_one_word_mention_is_never_settled_by_its_identical_rows_under_bare_names():
