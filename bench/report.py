@@ -34,8 +34,9 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     at = result["sizes"].get("100000")
     if at:
-        out["batch ÷ probe at 100,000 entities"] = {"target": "<= 2.0", "value": at["ratio_of_medians"],
-                                         "met": at["ratio_of_medians"] <= 2.0}
+        # Issue 16 asks for the batch below its bare probe (the first issues asked for 2.0).
+        out["batch ÷ probe at 100,000 entities"] = {"target": "<= 0.5", "value": at["ratio_of_medians"],
+                                         "met": at["ratio_of_medians"] <= 0.5}
         if "enhanced_over_reference" in at:
             out["enhanced ÷ reference profile, batch at 100,000 entities"] = {
                 "target": "<= 1.2", "value": at["enhanced_over_reference"],
