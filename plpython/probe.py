@@ -320,16 +320,10 @@ def name_hit(hits: Dict[str, List[Hit]], key: str, mention_type: Optional[str]) 
 
 def candidates(plpy, bank_id: str, keys: List[str], limit: int) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
     """Probe every key at once; return its candidates in probe order and every candidate's name."""
-    by_key: Dict[str, List[Candidate]] = {k: [] for k in keys}
-    names: Dict[str, str] = {}
     if not keys:
-        return by_key, names
-    rows = db.run(plpy, "candidates", SQL_CANDIDATES, ["text", "text[]", "int"], [bank_id, keys, limit])
-    for r in rows:
-        by_key[keys[r["i"] - 1]].append(
-            Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
-        names[r["id"]] = r["canonical_name"]
-    return by_key, names
+        return {}, {}
+    return _by_key(keys, db.run(plpy, "candidates", SQL_CANDIDATES, ["text", "text[]", "int"],
+                                [bank_id, keys, limit]))
 
 
 def candidates_and_identical(plpy, bank_id: str, keys: List[str], narrow: List[str], limit: int):
@@ -338,15 +332,22 @@ def candidates_and_identical(plpy, bank_id: str, keys: List[str], narrow: List[s
     Returns (candidates by key, identical candidates by narrow key, every candidate's name).
     """
     every = keys + narrow
-    by_key: Dict[str, List[Candidate]] = {k: [] for k in every}
-    names: Dict[str, str] = {}
-    if every:
-        for r in db.run(plpy, "probe", SQL_PROBE, ["text", "text[]", "int", "boolean[]"],
-                        [bank_id, every, limit, [False] * len(keys) + [True] * len(narrow)]):
-            by_key[every[r["i"] - 1]].append(
-                Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
-            names[r["id"]] = r["canonical_name"]
+    if not every:
+        return {}, {}, {}
+    by_key, names = _by_key(every, db.run(plpy, "probe", SQL_PROBE, ["text", "text[]", "int", "boolean[]"],
+                                          [bank_id, every, limit, [False] * len(keys) + [True] * len(narrow)]))
     return {k: by_key[k] for k in keys}, {k: by_key[k] for k in narrow}, names
+
+
+def _by_key(keys: List[str], rows) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
+    """A probe's rows as candidates of each key (``i``: the key's position, from 1) and every candidate's name."""
+    by_key: Dict[str, List[Candidate]] = {k: [] for k in keys}
+    names: Dict[str, str] = {}
+    for r in rows:
+        by_key[keys[r["i"] - 1]].append(
+            Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
+        names[r["id"]] = r["canonical_name"]
+    return by_key, names
 
 
 def explain_candidates(plpy, bank_id: str, key: str, limit: int, label_rows: int):

@@ -5,9 +5,10 @@
 -- wrapper). SET "pg_trgm.similarity_threshold": the resolver sets the probe
 -- threshold with set_config(..., true); the SET clause restores the caller's
 -- value when the function returns. SET
--- "pg_trgm.strict_word_similarity_threshold" = '1': the probe of identical
--- names (plpython/probe.py, SQL_PROBE) asks the trigram index for names
--- holding every trigram of the mention, with the caller's value untouched.
+-- "pg_trgm.strict_word_similarity_threshold" = '1' (where resolution runs;
+-- explain evaluates every candidate): the probe of identical names
+-- (plpython/probe.py, SQL_PROBE) asks the trigram index for names holding
+-- every trigram of the mention, with the caller's value untouched.
 
 CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mentions(
     bank_id text,
@@ -108,7 +109,6 @@ STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
-SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ explain.explain $$;
 
 COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz, text) IS

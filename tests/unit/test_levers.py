@@ -224,18 +224,15 @@ def _same_trigrams(a: str, b: str) -> bool:
 @given(mention=NAME, cands=st.lists(CAND, max_size=6, unique_by=lambda c: c.id),
        nearby=st.lists(st.sampled_from(["acme", "react", "user", "lunch"]), max_size=3), mention_type=TYPE)
 def test_stopping_at_identical_names_changes_neither_the_choice_nor_its_score(mention, cands, nearby, mention_type):
-    # Similarities as the probe gives them: 1.0 exactly when the name has the
-    # trigram set of what found it (the mention, or the form), below otherwise.
-    cands = [dataclasses.replace(c, trigram_similarity=1.0 if _same_trigrams(c.name, c.form or mention)
-                                 else min(c.trigram_similarity, 0.6)) for c in cands]
-    ordered = sorted(cands, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
+    ordered = _as_probed(cands, mention)
     _, full = evaluate(mention, ordered, nearby, NOW, ENHANCED, False, mention_type, DATA)
     _, short = evaluate(mention, ordered, nearby, NOW, ENHANCED, True, mention_type, DATA)
     assert (full and (full.candidate.id, full.score)) == (short and (short.candidate.id, short.score))
 
 
 def _as_probed(cands, mention):
-    """Similarities as the probe gives them (see the test above), in probe order."""
+    """The candidates in probe order, with similarities as the probe gives them: 1.0 exactly when the
+    name has the trigram set of what found it (the mention, or the form), below otherwise."""
     cands = [dataclasses.replace(c, trigram_similarity=1.0 if _same_trigrams(c.name, c.form or mention)
                                  else min(c.trigram_similarity, 0.6)) for c in cands]
     return sorted(cands, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
