@@ -32,36 +32,34 @@ class Bank(NamedTuple):
     isolated: bool = False
 
 
-# The writer's first statement: the bank_id rule (its result is selected, so
-# that it is evaluated), its settings, the bank lock in share mode (locks.py)
-# and whether this transaction has statistics of the bank still queued. A bank
-# used for the first time is created by a second statement (and read again: a
-# concurrent configure_bank may have won). Each statement is a plain read or a
-# plain insert of one bank_id: on Citus, both then run whole on the bank's
-# shard (a data-modifying WITH would be planned in pieces, its results
-# shipped between them).
-SQL_BANK_OPEN = """
-SELECT c.bank_id AS checked, b.settings::text AS settings, b.bank_id IS NOT NULL AS found,
-       lower(b.entity_labels::text COLLATE @collate@) AS labels,
-       (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(%d, hashtext($1))) AS l) AS locked,
-       EXISTS(SELECT 1 FROM stats_queue AS q
-               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending,
-       row_security_active('entities') AS isolated
-  FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
-  LEFT JOIN banks AS b ON b.bank_id = $1
-""" % locks.BANK
-
-SQL_BANK_CREATE = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING"
-
-SQL_BANK_READ = """
-SELECT c.bank_id, b.settings::text AS settings,
-       lower(b.entity_labels::text COLLATE @collate@) AS labels,
+# What both reads of a bank select after their own columns: its labels,
+# whether this transaction has statistics of the bank still queued and whether
+# row-level security applies, from the checked bank_id.
+_BANK_STATE = """       lower(b.entity_labels::text COLLATE @collate@) AS labels,
        EXISTS(SELECT 1 FROM stats_queue AS q
                WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()) AS pending,
        row_security_active('entities') AS isolated
   FROM (SELECT check_bank_id($1, $2) AS bank_id) AS c
   LEFT JOIN banks AS b ON b.bank_id = $1
 """
+
+# The writer's first statement: the bank_id rule (its result is selected, so
+# that it is evaluated), its settings, the bank lock in share mode (locks.py)
+# and the bank's state. A bank used for the first time is created by a second
+# statement (and read again: a concurrent configure_bank may have won). Each
+# statement is a plain read or a plain insert of one bank_id: on Citus, both
+# then run whole on the bank's shard (a data-modifying WITH would be planned in
+# pieces, its results shipped between them).
+SQL_BANK_OPEN = """
+SELECT c.bank_id AS checked, b.settings::text AS settings, b.bank_id IS NOT NULL AS found,
+       (SELECT count(*) FROM (SELECT pg_advisory_xact_lock_shared(%d, hashtext($1))) AS l) AS locked,
+""" % locks.BANK + _BANK_STATE
+
+SQL_BANK_CREATE = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING"
+
+SQL_BANK_READ = """
+SELECT c.bank_id, b.settings::text AS settings,
+""" + _BANK_STATE
 
 SQL_BANK_CHECK = "SELECT check_bank_id($1, $2) AS bank_id"
 
