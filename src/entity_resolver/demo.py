@@ -17,8 +17,10 @@ was taken in. Every decision the story is about is checked: the demo fails
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional
+from importlib import resources
+from typing import Any, Dict, List, Optional, Tuple
 
 import psycopg
 from psycopg import sql
@@ -30,18 +32,9 @@ from rich.text import Text
 from entity_resolver.client import Client, Explanation, Resolution, to_jsonable
 from entity_resolver.render import TAKEN, entities_table, explain_table, new_table, verdict
 
-LABELS = {
-    "attributes": [
-        {"key": "person", "type": "value", "description": "People the team works with",
-         "values": [
-             {"value": "sarah-chen", "description": "Eng lead, frontend"},
-             {"value": "alex-kim", "description": "Frontend engineer"},
-             {"value": "alex-morgan", "description": "Customer contact at Acme"},
-         ]},
-        {"key": "topic", "type": "multi-values",
-         "values": [{"value": "renewal"}, {"value": "renewal-risk"}]},
-    ]
-}
+# The story itself is data: the bank's label vocabulary and the facts, in
+# demo_story.json next to this module (each fact's keys are StoryFact's fields).
+_STORY_FILE = "demo_story.json"
 
 
 @dataclass
@@ -57,92 +50,12 @@ class StoryFact:
     store: bool = True              # False: a what-if, explained but not stored
 
 
-HUB_TOPICS = [
-    "roadmap", "design system", "hiring plan", "Q2 budget", "offsite", "wiki", "API docs",
-    "mobile app", "data warehouse", "release notes", "security audit", "on-call rota",
-    "style guide", "team survey", "board deck", "launch plan", "pricing page", "status page",
-    "analytics", "support queue",
-]
+def _load_story() -> Tuple[Dict[str, Any], List[StoryFact]]:
+    story = json.loads(resources.files(__package__).joinpath(_STORY_FILE).read_text(encoding="utf-8"))
+    return story["labels"], [StoryFact(**fact) for fact in story["facts"]]
 
-STORY: List[StoryFact] = [
-    StoryFact("f01", "2026-03-02T09:00:00Z",
-              "Alex Kim shipped the new checkout page in React for Sprint 14.",
-              ["Alex Kim", "checkout page", "React", "Sprint 14"],
-              note="Everything is new: four entities are created."),
-    StoryFact("f02", "2026-03-02T11:00:00Z",
-              "Alex Morgan from Acme asked when the renewal quote will arrive.",
-              ["Alex Morgan", "Acme", "renewal"],
-              expect={"Alex Morgan": "new"},
-              note="A second Alex. Names are unique per bank after lower(), so two people "
-                   "called Alex are two entities under their full names."),
-    StoryFact("f03", "2026-03-02T16:00:00Z",
-              "Sarah Chen reviewed the checkout page and approved the React upgrade.",
-              ["Sarah Chen", "checkout page", "React"],
-              expect={"React": "React", "checkout page": "checkout page"}),
-    StoryFact("f04", "2026-03-03T10:00:00Z",
-              "Alex Morgan says Acme's legal team is reviewing the renewal.",
-              ["Alex Morgan", "Acme", "renewal"],
-              expect={"Alex Morgan": "Alex Morgan"}),
-    StoryFact("f05", "2026-03-03T11:00:00Z",
-              "Sarah Chen and Alex Kim planned Sprint 14.",
-              ["Sarah Chen", "Alex Kim", "Sprint 14"],
-              expect={"Sarah Chen": "Sarah Chen", "Alex Kim": "Alex Kim"}),
-    StoryFact("f06", "2026-03-03T12:00:00Z",
-              "The user's weekly digest covered " + ", ".join(HUB_TOPICS) + ".",
-              ["user"] + HUB_TOPICS,
-              note="'user' becomes a hub: it now co-occurs with 20 entities."),
-    StoryFact("f07", "2026-03-03T14:00:00Z",
-              "The user paired with Alex Kim on the staging deploy.",
-              ["user", "Alex Kim", "staging deploy"],
-              expect={"Alex Kim": "Alex Kim"}),
-    StoryFact("f08", "2026-03-04T09:00:00Z",
-              "Alex flagged a blocker on the Acme renewal.",
-              ["Alex", "Acme", "renewal"],
-              expect={"Alex": "Alex Morgan"}, explain="Alex",
-              note="By name alone 'Alex' leans to Alex Kim, the shorter name. But Acme and the "
-                   "renewal are Alex Morgan's neighbours in the graph, not Alex Kim's: the "
-                   "co-occurrence signal decides."),
-    StoryFact("f09", "2026-03-04T11:00:00Z",
-              "Alex moved the React upgrade into Sprint 14.",
-              ["Alex", "React", "Sprint 14"],
-              expect={"Alex": "Alex Kim"}, explain="Alex",
-              note="Same name, other company: next to React and Sprint 14, 'Alex' is Alex Kim."),
-    StoryFact("f10", "2026-03-04T14:00:00Z",
-              "Sarah approved the React pull request.",
-              ["Sarah", "React"],
-              expect={"Sarah": "Sarah Chen"}, explain="Sarah",
-              note="A short form joins its full name: 'Sarah' shares every word with Sarah Chen, "
-                   "and React vouches for her."),
-    StoryFact("f11", "2026-03-05T10:00:00Z",
-              "Alex Kim scoped Sprint 15.",
-              ["Alex Kim", "Sprint 15"],
-              expect={"Sprint 15": "new"}, explain="Sprint 15",
-              note="Numbers name different things: Sprint 15 is not a typo of Sprint 14."),
-    StoryFact("f12", "2026-03-06T09:00:00Z",
-              "Tagged by the extractor: Acme's renewal, with Alex Morgan.",
-              ["person:alex-morgan", "topic:renewal"],
-              expect={"person:alex-morgan": "new", "topic:renewal": "new"},
-              note="person:alex-morgan and topic:renewal are declared labels (the bank's "
-                   "vocabulary): label entities, resolved by exact match only."),
-    StoryFact("f13", "2026-03-06T11:00:00Z",
-              "Tagged by the extractor: the renewal is at risk.",
-              ["Person:Alex-Morgan", "topic:renewal-risk"],
-              expect={"Person:Alex-Morgan": "person:alex-morgan", "topic:renewal-risk": "new"},
-              note="Case does not matter to a label, spelling does: topic:renewal-risk is another "
-                   "declared value, so it stays apart from topic:renewal although fuzzy matching "
-                   "would merge the two names. An extractor can be held to the vocabulary with "
-                   "its JSON Schema (entity-resolver labels schema BANK)."),
-    StoryFact("what-if", "2026-03-06T15:00:00Z",
-              "The user wants Alex to join the call.",
-              ["user", "Alex"],
-              expect={"Alex": "new"}, explain="Alex", store=False,
-              note="Only a hub vouches for this Alex: 'user' co-occurs with 22 entities and is "
-                   "worth 1/sqrt(22) = 0.21 as a partner, where a selective partner is worth 1.0 "
-                   "(0.3 more, enough to merge). Name and recency alone stay under the threshold: "
-                   "when unsure, the resolver creates a duplicate rather than risk a wrong merge. "
-                   "(Explained, not stored: a bare 'Alex' entity would then take every later "
-                   "bare 'Alex' by exact name.)"),
-]
+
+LABELS, STORY = _load_story()
 
 
 @dataclass
@@ -314,8 +227,6 @@ def run(conn: psycopg.Connection, *, schema: str = "entity_resolver", bank: str 
     failures = [f for o in outcomes for f in o.failures]
     er = Client(conn, schema=schema)
     if as_json:
-        import json
-
         print(json.dumps(to_jsonable({
             "bank_id": bank,
             "ok": not failures,
