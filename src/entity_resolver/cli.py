@@ -27,28 +27,30 @@ status tells the kinds apart:
 * 130: interrupted.
 """
 
-from __future__ import annotations
-
 import difflib
 import enum
 import functools
+import inspect
 import json
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Annotated, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Tuple
 
 import psycopg
 import typer
 from psycopg import sql
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from entity_resolver import __version__
 from entity_resolver import importer as importer_mod
 from entity_resolver.client import Client, dumps, to_jsonable
 from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
+from entity_resolver.exporter import GOLD_FORMS
 from entity_resolver.install import (DEFAULT_SHARD_COUNT, InstallError, code_version, install,
                                      installed_code_version, installed_version, is_current)
 from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict
@@ -94,6 +96,11 @@ NearOpt = Annotated[Optional[List[str]], typer.Option(
     "--near", help="Another mention of the same fact (repeatable): the co-occurrence signal.")]
 AtOpt = Annotated[Optional[str], typer.Option(
     "--at", help="Event date (ISO 8601, or anything PostgreSQL reads as timestamptz) [default: now].")]
+
+
+def _choices(name: str, values: Tuple[str, ...]) -> Any:
+    """An enumeration of ``values``, each named as itself: what typer shows and checks as an option's choices."""
+    return enum.Enum(name, [(v, v) for v in values], type=str, module=__name__)
 
 
 def _out() -> Console:
@@ -245,6 +252,14 @@ def _print_json(value: Any) -> None:
     print(dumps(value))
 
 
+def _table(title: str, columns: Tuple[str, ...], right: Tuple[str, ...] = (), **column: Any) -> Table:
+    """A table with these columns, those in ``right`` right-justified (numbers), each with ``column``'s options."""
+    table = new_table(title)
+    for name in columns:
+        table.add_column(name, justify="right" if name in right else "left", **column)
+    return table
+
+
 def _require_bank(er: Client, bank: str) -> None:
     """Refuse a read of a bank that does not exist (an empty answer would look like a real one)."""
     if er.bank_exists(bank):
@@ -263,12 +278,73 @@ def _existing(er: Client, bank: str, rows: List[Any]) -> List[Any]:
     return rows
 
 
+# -- the options every database command takes ------------------------------------
+
+DEFAULT_SCHEMA = "entity_resolver"
+
+
+@dataclass(frozen=True)
+class DbOptions:
+    """Where a command works (--dsn, --schema, --data-dir) and how it prints (--json)."""
+
+    dsn: Optional[str]
+    schema: str
+    data_dir: Optional[Path]
+    as_json: bool
+
+    def connect(self) -> psycopg.Connection:
+        return _connect(self.dsn, self.schema, self.data_dir, quiet=self.as_json)
+
+    def client(self, quiet: Optional[bool] = None) -> ContextManager[Client]:
+        return _client(self.dsn, self.schema, self.data_dir, quiet=self.as_json if quiet is None else quiet)
+
+
+# DbOptions' fields as the command line shows them, in this order.
+_DB_OPTIONS = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+               for name, annotation, default in (("dsn", DsnOpt, None), ("schema", SchemaOpt, DEFAULT_SCHEMA),
+                                                 ("data_dir", DataDirOpt, None), ("as_json", JsonOpt, False))]
+
+
+def _command(group: typer.Typer, name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a command of ``group``, its failures handled (_handled).
+
+    A parameter annotated ``DbOptions`` stands for --dsn, --schema,
+    --data-dir and --json, which the command line shows in its place: typer
+    has no groups of options, so the signature it reads is rewritten, and the
+    four values come back to the command as one DbOptions.
+    """
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(fn)
+        target = next((p.name for p in signature.parameters.values() if p.annotation is DbOptions), None)
+        if target is not None:
+            fn = _with_db_options(fn, signature, target)
+        return group.command(name)(_handled(fn))
+
+    return register
+
+
+def _with_db_options(fn: Callable[..., None], signature: inspect.Signature, target: str) -> Callable[..., None]:
+    """``fn`` taking the four options of DbOptions in place of its parameter ``target``."""
+
+    @functools.wraps(fn)
+    def command(*, dsn: Optional[str], schema: str, data_dir: Optional[Path], as_json: bool,
+                **kwargs: Any) -> None:
+        return fn(**kwargs, **{target: DbOptions(dsn, schema, data_dir, as_json)})
+
+    # Keyword-only, all of them: typer passes every value by name, and the
+    # options' defaults may then stand before a required argument.
+    params = [q for p in signature.parameters.values()
+              for q in (_DB_OPTIONS if p.name == target else [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)])]
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
 # -- install ---------------------------------------------------------------------
 
-@app.command("install")
-@_handled
-def install_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver",
-                data_dir: DataDirOpt = None, as_json: JsonOpt = False,
+@_command(app, "install")
+def install_cmd(db: DbOptions,
                 distributed: Annotated[bool, typer.Option(
                     "--distributed", help="On a Citus coordinator: distribute the banks over the workers "
                     "(docs/scaling.md). A distributed installation stays distributed on later installs.")] = False,
@@ -279,19 +355,19 @@ def install_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver",
     """Install or upgrade entity_resolver in a database (idempotent)."""
     import warnings
 
-    if distributed and not dsn:
+    if distributed and not db.dsn:
         raise CliError("--distributed: needs --dsn (the Citus coordinator); the embedded cluster is single-node")
-    if dsn:
-        conn = psycopg.connect(dsn, autocommit=True)
+    if db.dsn:
+        conn = psycopg.connect(db.dsn, autocommit=True)
     else:
-        conn = _connect(None, schema, data_dir, need_install=False, quiet=as_json)
+        conn = _connect(None, db.schema, db.data_dir, need_install=False, quiet=db.as_json)
     with conn:
-        before = installed_version(conn, schema)
+        before = installed_version(conn, db.schema)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = install(conn, schema, distributed=True if distributed else None, shard_count=shard_count)
+            report = install(conn, db.schema, distributed=True if distributed else None, shard_count=shard_count)
         where = f"{conn.info.dbname} on {conn.info.host}:{conn.info.port}"
-    if as_json:
+    if db.as_json:
         _print_json({"schema": report.schema, "database": where, "previous_version": before,
                      "version": report.version, "applied_migrations": report.applied_migrations,
                      "code_version": report.code_version, "warnings": report.warnings,
@@ -316,9 +392,8 @@ def install_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver",
 
 # -- demo ------------------------------------------------------------------------
 
-@app.command("demo")
-@_handled
-def demo_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
+@_command(app, "demo")
+def demo_cmd(dsn: DsnOpt = None, schema: SchemaOpt = DEFAULT_SCHEMA, data_dir: DataDirOpt = None,
              bank: Annotated[str, typer.Option("--bank", help="Bank the story is loaded into.")] = "demo",
              reset: Annotated[bool, typer.Option(
                  "--reset", help="Wipe the bank first if it exists (always done on the embedded cluster).")] = False,
@@ -344,8 +419,7 @@ def demo_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir
 
 # -- import ----------------------------------------------------------------------
 
-@app.command("import")
-@_handled
+@_command(app, "import")
 def import_cmd(
     file: Annotated[str, typer.Argument(help="JSON Lines file of facts (.jsonl, .jsonl.gz, or - for stdin).")],
     bank: Annotated[Optional[str], typer.Option("--bank", help="Load every fact into this bank (overrides bank_id).")] = None,
@@ -353,8 +427,7 @@ def import_cmd(
     skip_bad: Annotated[bool, typer.Option(
         "--skip-bad", help="Skip bad lines (their reasons are printed) instead of rejecting the file; "
                            "never skips a systemic error.")] = False,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Bulk-load a JSON Lines file of facts (resumable).
 
@@ -375,12 +448,12 @@ def import_cmd(
     if file == "-":
         spooled = importer_mod.spool_stdin()
         try:
-            return _import(spooled, "standard input", bank, batch, skip_bad, dsn, schema, data_dir, as_json)
+            return _import(spooled, "standard input", bank, batch, skip_bad, db)
         finally:
             spooled.unlink()
     if not Path(file).is_file():
         raise CliError(f"{file}: no such file")
-    _import(Path(file), file, bank, batch, skip_bad, dsn, schema, data_dir, as_json)
+    _import(Path(file), file, bank, batch, skip_bad, db)
 
 
 def _print_lines(err: Console, items: List[Dict[str, Any]], what: str, text: Callable[[Dict[str, Any]], str],
@@ -392,35 +465,34 @@ def _print_lines(err: Console, items: List[Dict[str, Any]], what: str, text: Cal
         err.print(f"... and {len(items) - importer_mod.MAX_SHOWN_ERRORS} more {what} (--json lists them all)")
 
 
-def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bool, dsn: Optional[str],
-            schema: str, data_dir: Optional[Path], as_json: bool) -> None:
+def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bool, db: DbOptions) -> None:
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
     err = _err()
     started = time.monotonic()
-    conn = _connect(dsn, schema, data_dir, quiet=as_json)
+    conn = db.connect()
     with conn:
-        if not as_json:
+        if not db.as_json:
             err.print(f"validating {name} ...", style="dim")
         # Dates and bank ids are checked by the database: validation needs the connection.
-        scanned = importer_mod.scan(conn, path, bank, schema)
+        scanned = importer_mod.scan(conn, path, bank, db.schema)
         if scanned.bad and not skip_bad:
-            if not as_json:
+            if not db.as_json:
                 _print_lines(err, [b.as_dict() for b in scanned.bad], "bad lines",
                              lambda b: f"line {b['line']}: {b['error']}", "red")
             # Printed above, one per line; with --json the object lists them all.
-            raise importer_mod.bad_lines_failure(scanned.bad, scanned.good, name, show=1 if as_json else 0)
+            raise importer_mod.bad_lines_failure(scanned.bad, scanned.good, name, show=1 if db.as_json else 0)
         progress = Progress(
             SpinnerColumn(), TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
             TextColumn("facts"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=err, disable=as_json, transient=False,
+            console=err, disable=db.as_json, transient=False,
         )
         with progress:
             task = progress.add_task("import", total=scanned.good)
             try:
                 summary = importer_mod.import_file(
-                    conn, path, bank=bank, batch_size=batch, skip_bad=skip_bad, schema=schema,
+                    conn, path, bank=bank, batch_size=batch, skip_bad=skip_bad, schema=db.schema,
                     scanned=scanned, on_batch=lambda done, skipped: progress.advance(task, done + skipped),
                 )
             except KeyboardInterrupt:
@@ -428,7 +500,7 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
                           "run the same command again to resume")
                 raise typer.Exit(EXIT_INTERRUPTED) from None
     summary.seconds = time.monotonic() - started
-    if as_json:
+    if db.as_json:
         _print_json(summary.as_dict())
         return
     d = summary.as_dict()
@@ -456,48 +528,39 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
 
 # -- resolution ------------------------------------------------------------------
 
-@app.command("resolve")
-@_handled
+@_command(app, "resolve")
 def resolve_cmd(
-    bank: BankArg,
-    mention: MentionArg,
-    near: NearOpt = None, at: AtOpt = None,
+    bank: BankArg, mention: MentionArg, near: NearOpt = None, at: AtOpt = None,
     literal: Annotated[bool, typer.Option("--literal", help="No scoring: exact match or a new entity.")] = False,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Resolve one mention, creating the entity if needed."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         r = er.resolve(bank, mention, near or [], at, resolve=not literal)
         er.flush(bank)
-    if as_json:
+    if db.as_json:
         _print_json(r)
         return
-    table = new_table(f"{mention!r} in bank {bank}")
-    for col in ("mention", "entity", "entity id", "created", "score"):
-        table.add_column(col, justify="right" if col == "score" else "left")
+    table = _table(f"{mention!r} in bank {bank}", ("mention", "entity", "entity id", "created", "score"),
+                   right=("score",))
     table.add_row(r.mention, r.canonical_name, str(r.entity_id),
                   Text("new", style="yellow") if r.created else "existing", fmt(r.score))
     _out().print(table)
 
 
-@app.command("explain")
-@_handled
+@_command(app, "explain")
 def explain_cmd(
-    bank: BankArg,
-    mention: MentionArg,
-    near: NearOpt = None, at: AtOpt = None,
+    bank: BankArg, mention: MentionArg, near: NearOpt = None, at: AtOpt = None,
     mention_type: Annotated[Optional[str], typer.Option(
         "--type", help="The mention's type (person, organization, place, ...), as a mention element's \"type\".")
     ] = None,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Show a mention's candidates, signals and decision."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type))
     chosen = next((r for r in rows if r.decision in TAKEN), None)
-    if as_json:
+    if db.as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
                      "type": mention_type, "resolves_to": to_jsonable(chosen), "candidates": rows})
         return
@@ -509,26 +572,21 @@ def explain_cmd(
 
 # -- inspection ------------------------------------------------------------------
 
-class EntityKind(str, enum.Enum):
-    """The kinds of entities (the entities_kind check constraint of migrations/0001)."""
-
-    regular = "regular"
-    label = "label"
+# The kinds of entities (the entities_kind check constraint of migrations/0001).
+EntityKind = _choices("EntityKind", ("regular", "label"))
 
 
-@app.command("entities")
-@_handled
+@_command(app, "entities")
 def entities_cmd(
     bank: BankArg,
     top: Annotated[int, typer.Option("--top", min=1, help="How many, most mentioned first.")] = 20,
     kind: Annotated[Optional[EntityKind], typer.Option("--kind", help="Only entities of this kind.")] = None,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """List a bank's entities, most mentioned first."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         rows = _existing(er, bank, er.entities(bank, top=top, kind=kind.value if kind else None))
-    if as_json:
+    if db.as_json:
         _print_json(rows)
         return
     _out().print(entities_table(rows, title=f"entities of bank {bank} (top {top})"))
@@ -536,17 +594,15 @@ def entities_cmd(
         _err().print(f"bank {bank!r} has no entities" + (f" of kind {kind.value}" if kind else ""))
 
 
-@app.command("neighbors")
-@_handled
+@_command(app, "neighbors")
 def neighbors_cmd(
     bank: BankArg,
     name: Annotated[str, typer.Argument(help="Entity name (case-insensitive).")],
     top: Annotated[int, typer.Option("--top", min=1, help="How many, most frequent first.")] = 50,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Entities seen in the same facts as NAME."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         entity = er.find_entity(bank, name)
         if entity is None:
             _require_bank(er, bank)
@@ -554,25 +610,21 @@ def neighbors_cmd(
             hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
             raise CliError(f"bank {bank!r} has no entity named {name!r}{hint}")
         rows = er.neighbors(bank, name, limit=top)
-    if as_json:
+    if db.as_json:
         _print_json({"entity": entity, "neighbors": rows})
         return
-    table = new_table(f"neighbours of {entity.canonical_name} in bank {bank} ({entity.degree} in all)")
-    table.add_column("neighbour")
-    table.add_column("facts together", justify="right")
-    table.add_column("last together")
+    table = _table(f"neighbours of {entity.canonical_name} in bank {bank} ({entity.degree} in all)",
+                   ("neighbour", "facts together", "last together"), right=("facts together",))
     for n in rows:
         table.add_row(n.neighbor_name, str(n.cooccurrence_count), fmt(n.last_cooccurred))
     _out().print(table)
 
 
-@app.command("banks")
-@_handled
-def banks_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-              as_json: JsonOpt = False) -> None:
+@_command(app, "banks")
+def banks_cmd(db: DbOptions) -> None:
     """List the banks with their numbers of entities and facts."""
-    s = sql.Identifier(schema)
-    with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
+    s = sql.Identifier(db.schema)
+    with db.connect() as conn:
         rows = conn.execute(sql.SQL(
             "SELECT b.bank_id,"
             " (SELECT count(*) FROM {s}.entities e WHERE e.bank_id = b.bank_id),"
@@ -580,32 +632,28 @@ def banks_cmd(dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_di
             " b.settings, b.created_at FROM {s}.banks b ORDER BY b.bank_id").format(s=s)).fetchall()
     data = [{"bank_id": r[0], "entities": r[1], "facts": r[2], "settings": r[3], "created_at": r[4]}
             for r in rows]
-    if as_json:
+    if db.as_json:
         _print_json(data)
         return
-    table = new_table("banks")
-    for col in ("bank", "entities", "facts", "settings", "created"):
-        table.add_column(col, justify="right" if col in ("entities", "facts") else "left")
+    table = _table("banks", ("bank", "entities", "facts", "settings", "created"), right=("entities", "facts"))
     for d in data:
         table.add_row(d["bank_id"], str(d["entities"]), str(d["facts"]),
                       json.dumps(d["settings"]) if d["settings"] else "defaults", fmt(d["created_at"]))
     _out().print(table)
 
 
-@app.command("expand")
-@_handled
+@_command(app, "expand")
 def expand_cmd(
     bank: BankArg,
     fact_ids: Annotated[List[str], typer.Argument(help="Seed facts: UUIDs or the fact_id strings given to import.")],
     max_results: Annotated[int, typer.Option("--max", min=1, help="At most this many facts.")] = 50,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Facts that share entities with the given facts."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         rows = _existing(er, bank, er.expand(bank, fact_ids, max_results))
         contents = er.fact_contents(bank, [r.unit_id for r in rows])
-    if as_json:
+    if db.as_json:
         _print_json([{"unit_id": r.unit_id, "fact_id": r.fact_id, "shared_entities": r.shared_entities,
                       "content": contents.get(r.unit_id)} for r in rows])
         return
@@ -618,15 +666,13 @@ def expand_cmd(
     _out().print(table)
 
 
-@app.command("flush")
-@_handled
+@_command(app, "flush")
 def flush_cmd(bank: Annotated[Optional[str], typer.Argument(help="Bank id [default: every bank].")] = None,
-              dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-              as_json: JsonOpt = False) -> None:
+              *, db: DbOptions) -> None:
     """Apply queued mention and co-occurrence statistics."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         r = er.flush(bank)
-    if as_json:
+    if db.as_json:
         _print_json(r)
         return
     _out().print(f"flushed {'every bank' if bank is None else 'bank ' + bank}: "
@@ -640,15 +686,13 @@ def _setting_value(text: str) -> Any:
         return text  # passed on as a string; the database says why it is wrong
 
 
-@app.command("configure")
-@_handled
+@_command(app, "configure")
 def configure_cmd(
     bank: BankArg,
     settings: Annotated[Optional[List[str]], typer.Argument(
         help="KEY=VALUE pairs, e.g. threshold=0.7 (KEY=null: back to the default).")] = None,
     reset: Annotated[bool, typer.Option("--reset", help="Drop every override not given now.")] = False,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Show or change a bank's settings."""
     values: Dict[str, Any] = {}
@@ -657,19 +701,16 @@ def configure_cmd(
         if not sep or not key:
             raise CliError(f"setting {item!r}: expected KEY=VALUE")
         values[key.strip()] = _setting_value(value.strip())
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         if values or reset:
             effective = er.configure(bank, values, replace=reset)
         else:
             effective = er.settings(bank)
         overridden = er.overrides(bank)
-    if as_json:
+    if db.as_json:
         _print_json(effective)
         return
-    table = new_table(f"settings of bank {bank}")
-    table.add_column("setting")
-    table.add_column("value", justify="right")
-    table.add_column("")
+    table = _table(f"settings of bank {bank}", ("setting", "value", ""), right=("value",))
     for k in sorted(effective):
         table.add_row(k, json.dumps(effective[k]), "set for this bank" if k in overridden else "default",
                       style="bold" if k in overridden else "")
@@ -717,110 +758,95 @@ def _print_plan(bank: str, plan: Dict[str, Any], as_json: bool) -> None:
                   style="dim")
 
 
-def _correct(bank: str, correction: Callable[[Client], Dict[str, Any]], dsn: Optional[str], schema: str,
-             data_dir: Optional[Path], as_json: bool) -> None:
+def _correct(bank: str, correction: Callable[[Client], Dict[str, Any]], db: DbOptions) -> None:
     """Run one correction on a Client of its own and print the plan it returns."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         plan = correction(er)
-    _print_plan(bank, plan, as_json)
+    _print_plan(bank, plan, db.as_json)
 
 
-@app.command("merge")
-@_handled
+@_command(app, "merge")
 def merge_cmd(
     bank: BankArg,
     sources: Annotated[List[str], typer.Argument(help="Entities to merge away (ids, names or aliases).")],
     into: Annotated[str, typer.Option("--into", help="The entity they become (id, name or alias).")],
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Merge entities into one: mentions, links and pairs move; names become aliases; ids forward."""
     _correct(bank, lambda er: er.merge(bank, sources, into, dry_run=dry_run, reason=reason),
-             dsn, schema, data_dir, as_json)
+             db)
 
 
-@app.command("split")
-@_handled
+@_command(app, "split")
 def split_cmd(
     bank: BankArg,
     entity: Annotated[str, typer.Argument(help="The entity to split (id, name or alias).")],
     facts: Annotated[List[str], typer.Option("--fact", help="A fact whose mentions move (fact_id or id; repeatable).")],
     name: Annotated[str, typer.Option("--name", help="Name of the new entity.")],
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Move an entity's mentions in the given facts to a new entity."""
     _correct(bank, lambda er: er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason),
-             dsn, schema, data_dir, as_json)
+             db)
 
 
-@app.command("rename")
-@_handled
+@_command(app, "rename")
 def rename_cmd(
     bank: BankArg,
     entity: EntityArg,
     new_name: Annotated[str, typer.Argument(help="Its new canonical name.")],
     reason: ReasonOpt = None,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Give an entity another canonical name; the old one stays as an alias."""
-    _correct(bank, lambda er: er.rename(bank, entity, new_name, reason=reason), dsn, schema, data_dir, as_json)
+    _correct(bank, lambda er: er.rename(bank, entity, new_name, reason=reason), db)
 
 
-@app.command("alias")
-@_handled
+@_command(app, "alias")
 def alias_cmd(
     bank: BankArg,
     entity: EntityArg,
     alias: Annotated[str, typer.Argument(help="Another name that resolves to it exactly.")],
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Add an alias: a mention equal to it resolves to the entity."""
-    _correct(bank, lambda er: er.add_alias(bank, entity, alias), dsn, schema, data_dir, as_json)
+    _correct(bank, lambda er: er.add_alias(bank, entity, alias), db)
 
 
-@app.command("unalias")
-@_handled
+@_command(app, "unalias")
 def unalias_cmd(
     bank: BankArg,
     alias: Annotated[str, typer.Argument(help="The alias (case-insensitive).")],
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Remove an alias."""
-    _correct(bank, lambda er: er.remove_alias(bank, alias), dsn, schema, data_dir, as_json)
+    _correct(bank, lambda er: er.remove_alias(bank, alias), db)
 
 
-@app.command("forget")
-@_handled
+@_command(app, "forget")
 def forget_cmd(
     bank: BankArg,
     entity: EntityArg,
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Remove an entity with its provenance, links, pairs and aliases (the facts stay)."""
     _correct(bank, lambda er: er.forget_entity(bank, entity, dry_run=dry_run, reason=reason),
-             dsn, schema, data_dir, as_json)
+             db)
 
 
-@app.command("undo")
-@_handled
+@_command(app, "undo")
 def undo_cmd(
     bank: BankArg,
     operation_id: Annotated[int, typer.Argument(help="The operation (entity-resolver history lists them).")],
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Undo a correction (the most recent ones first)."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         result = er.undo(bank, operation_id)
-    if as_json:
+    if db.as_json:
         _print_json(result)
         return
     _out().print(f"undone: operation {result['operation_id']} ({result.get('summary')})")
@@ -829,23 +855,20 @@ def undo_cmd(
         _out().print(f"  kept entity {kept['entity_id']}: {kept['mentions']} mentions resolved to it since")
 
 
-@app.command("history")
-@_handled
+@_command(app, "history")
 def history_cmd(
     bank: BankArg,
     max_results: Annotated[int, typer.Option("--max", min=1, help="At most this many, most recent first.")] = 50,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """The bank's corrections, most recent first, and whether each can be undone."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         rows = _existing(er, bank, er.history(bank, max_results))
-    if as_json:
+    if db.as_json:
         _print_json(rows)
         return
-    table = new_table(f"corrections of bank {bank}")
-    for col in ("id", "when", "who", "what", "reason", "status"):
-        table.add_column(col, justify="right" if col == "id" else "left", overflow="fold")
+    table = _table(f"corrections of bank {bank}", ("id", "when", "who", "what", "reason", "status"),
+                   right=("id",), overflow="fold")
     for r in rows:
         if r.undone_at is not None:
             status = Text(f"undone {fmt(r.undone_at)} by {r.undone_by}", style="dim")
@@ -859,21 +882,16 @@ def history_cmd(
         _err().print(f"bank {bank!r} has no corrections")
 
 
-class GoldForm(str, enum.Enum):
-    """How export names the entity of a mention (exporter.GOLD_FORMS)."""
-
-    id = "id"
-    name = "name"
+# How export names the entity of a mention.
+GoldForm = _choices("GoldForm", GOLD_FORMS)
 
 
-@app.command("export")
-@_handled
+@_command(app, "export")
 def export_cmd(
     bank: BankArg,
     output: Annotated[str, typer.Option("--output", "-o", help="File to write (- for standard output).")] = "-",
     gold: Annotated[GoldForm, typer.Option("--gold", help="Write each mention's entity as its id or its name.")] = GoldForm.id,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Write the bank's facts in the import format, each mention with its entity as gold.
 
@@ -885,7 +903,7 @@ def export_cmd(
     """
     import os
 
-    with _client(dsn, schema, data_dir, quiet=as_json or output == "-") as er:
+    with db.client(quiet=db.as_json or output == "-") as er:
         _require_bank(er, bank)
         if output == "-":
             summary = er.export(bank, sys.stdout, gold=gold.value)
@@ -900,7 +918,7 @@ def export_cmd(
                 if os.path.exists(partial):
                     os.unlink(partial)
     where = "standard output" if output == "-" else output
-    if as_json and output != "-":
+    if db.as_json and output != "-":
         _print_json(summary.as_dict())
         return
     _err().print(f"exported {summary.facts} facts ({summary.mentions} mentions"
@@ -910,8 +928,7 @@ def export_cmd(
 
 # -- evaluation and benchmark (thin wrappers over evaluate.py and the bench/ tooling) -
 
-@app.command("eval")
-@_handled
+@_command(app, "eval")
 def eval_cmd(
     path: Annotated[Path, typer.Argument(help="Labelled stream (import format, mentions with gold), or a directory of *.jsonl.")],
     replay: Annotated[str, typer.Option("--replay", help="trigger (INSERT INTO facts) or functions (resolve_mentions + link_unit).")] = "trigger",
@@ -921,21 +938,20 @@ def eval_cmd(
     profile: Annotated[Optional[str], typer.Option(
         "--profile", help="Every bank's profile: reference or enhanced (default: the banks file's, else the "
         "default profile).")] = None,
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Replay a labelled stream into fresh banks and score the decisions."""
     if profile is not None and profile not in ("reference", "enhanced"):
         raise CliError(f"--profile: must be reference or enhanced, got {profile!r}")
     from entity_resolver.evaluate import EvalError, format_report, run_eval
 
-    with _connect(dsn, schema, data_dir, quiet=as_json) as conn:
+    with db.connect() as conn:
         try:
-            result = run_eval(conn, path, schema, replay=replay, banks_file=banks_file, keep=keep, batch=batch,
+            result = run_eval(conn, path, db.schema, replay=replay, banks_file=banks_file, keep=keep, batch=batch,
                               profile=profile)
         except (EvalError, ValueError) as exc:
             raise CliError(str(exc)) from None
-    if as_json:
+    if db.as_json:
         _print_json(result)
     else:
         print(format_report(result))
@@ -974,8 +990,7 @@ def _checkout_bench() -> Callable[..., Dict[str, Any]]:
     return run_bench
 
 
-@app.command("bench")
-@_handled
+@_command(app, "bench")
 def bench_cmd(
     sizes: Annotated[str, typer.Option("--sizes", help="Bank sizes (entities), comma-separated (1000000 takes about 15 minutes more).")] = "10000,100000",
     out: Annotated[Optional[Path], typer.Option("--out", help="Markdown report to write.")] = Path("docs/benchmarks.md"),
@@ -1018,13 +1033,11 @@ def bench_cmd(
 
 # -- labels ----------------------------------------------------------------------
 
-@labels_app.command("set")
-@_handled
+@_command(labels_app, "set")
 def labels_set_cmd(
     bank: BankArg,
     file: Annotated[Path, typer.Argument(help="JSON file: {\"attributes\": [...]} (or - for stdin).")],
-    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-    as_json: JsonOpt = False,
+    *, db: DbOptions,
 ) -> None:
     """Declare a bank's label vocabulary from a JSON file."""
     text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
@@ -1032,9 +1045,9 @@ def labels_set_cmd(
         labels = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CliError(f"{file}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         stored = er.set_labels(bank, labels)
-    if as_json:
+    if db.as_json:
         _print_json(stored)
         return
     groups = stored.get("attributes", []) if isinstance(stored, dict) else []
@@ -1042,22 +1055,17 @@ def labels_set_cmd(
                  + ", ".join(f"{g.get('key')} ({g.get('type')})" for g in groups))
 
 
-@labels_app.command("show")
-@_handled
+@_command(labels_app, "show")
 def labels_show_cmd(bank: BankArg,
-                    dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-                    as_json: JsonOpt = False) -> None:
+                    *, db: DbOptions) -> None:
     """Print a bank's label vocabulary."""
-    with _client(dsn, schema, data_dir, quiet=as_json) as er:
+    with db.client() as er:
         _require_bank(er, bank)
         labels = er.labels(bank)
-    if as_json:
+    if db.as_json:
         _print_json(labels)
         return
-    table = new_table(f"labels of bank {bank}")
-    table.add_column("key")
-    table.add_column("type")
-    table.add_column("values / fields")
+    table = _table(f"labels of bank {bank}", ("key", "type", "values / fields"))
     for g in (labels or {}).get("attributes", []):
         items = g.get("values") or g.get("fields") or []
         table.add_row(str(g.get("key")), str(g.get("type")),
@@ -1065,13 +1073,11 @@ def labels_show_cmd(bank: BankArg,
     _out().print(table)
 
 
-@labels_app.command("schema")
-@_handled
+@_command(labels_app, "schema")
 def labels_schema_cmd(bank: BankArg,
-                      dsn: DsnOpt = None, schema: SchemaOpt = "entity_resolver", data_dir: DataDirOpt = None,
-                      as_json: JsonOpt = False) -> None:
+                      *, db: DbOptions) -> None:
     """Print the bank's labels as a JSON Schema (for an extractor). Always JSON."""
-    with _client(dsn, schema, data_dir, quiet=True) as er:
+    with db.client(quiet=True) as er:
         _require_bank(er, bank)
         _print_json(er.labels_json_schema(bank))
 
@@ -1103,9 +1109,8 @@ def _print_status(cluster: EmbeddedCluster, as_json: bool) -> None:
               else f"  start with      {cluster.stop_hint().replace(' stop', ' start')}")
 
 
-@db_app.command("start")
-@_handled
-def db_start_cmd(data_dir: DataDirOpt = None, schema: SchemaOpt = "entity_resolver",
+@_command(db_app, "start")
+def db_start_cmd(data_dir: DataDirOpt = None, schema: SchemaOpt = DEFAULT_SCHEMA,
                  as_json: JsonOpt = False) -> None:
     """Start (creating it on first use) the embedded cluster and install entity_resolver."""
     with _connect(None, schema, data_dir, quiet=True):
@@ -1113,8 +1118,7 @@ def db_start_cmd(data_dir: DataDirOpt = None, schema: SchemaOpt = "entity_resolv
     _print_status(EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster(), as_json)
 
 
-@db_app.command("stop")
-@_handled
+@_command(db_app, "stop")
 def db_stop_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """Stop the embedded cluster (its data is kept)."""
     cluster = EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster()
@@ -1127,15 +1131,13 @@ def db_stop_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
                  f"{'stopped' if was else 'was not running'}; its data is kept")
 
 
-@db_app.command("status")
-@_handled
+@_command(db_app, "status")
 def db_status_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """Where the embedded cluster is, whether it runs, how to connect and stop it."""
     _print_status(EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster(), as_json)
 
 
-@db_app.command("destroy")
-@_handled
+@_command(db_app, "destroy")
 def db_destroy_cmd(data_dir: DataDirOpt = None,
                    yes: Annotated[bool, typer.Option("--yes", help="Really delete the data.")] = False,
                    as_json: JsonOpt = False) -> None:
