@@ -48,7 +48,7 @@ from typing import Any, Dict, Hashable, Iterable, List, Optional, Sequence, Tupl
 import psycopg
 from psycopg import sql
 
-from entity_resolver.importer import FactRecord, iter_facts, scan
+from entity_resolver.importer import FactRecord, batches, iter_facts, scan
 
 WORST = 10          # offenders listed per kind
 EXAMPLES = 3        # mention spellings shown per offender
@@ -369,17 +369,6 @@ def _check_installed(conn: psycopg.Connection, schema: str, mode: str) -> None:
                             f"(entity-resolver install --schema {schema})")
 
 
-def _chunks(records: Iterable[FactRecord], size: int) -> Iterable[List[FactRecord]]:
-    chunk: List[FactRecord] = []
-    for rec in records:
-        chunk.append(rec)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
                banks_file: Optional[Path], keep: bool, batch: int = 1,
                profile: Optional[str] = None) -> Tuple[Dict[str, Any], List[Scored]]:
@@ -399,7 +388,7 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
         # Normal use: each committed fact applies its statistics at commit.
         conn.execute("SET entity_resolver.flush_at_commit = on")
         _setup_banks(rp, stream_banks, config, run, profile)
-        for chunk in _chunks(iter_facts(path), batch):
+        for chunk in batches(iter_facts(path), batch):
             rp.facts += len(chunk)
             rp.mentions += sum(len(rec.mentions) for rec in chunk)
             # One statement per bank of the chunk, as the trigger resolves

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import psycopg
 from psycopg import sql
@@ -596,7 +596,8 @@ class ImportSummary:
         }
 
 
-def _batches(records: Iterator[FactRecord], size: int) -> Iterator[List[FactRecord]]:
+def batches(records: Iterable[FactRecord], size: int) -> Iterator[List[FactRecord]]:
+    """``records`` in lists of ``size`` (the last may be shorter), read only as each list is needed."""
     batch: List[FactRecord] = []
     for rec in records:
         batch.append(rec)
@@ -781,7 +782,7 @@ def import_file(
     except psycopg.Error as exc:
         raise _systemic(exc, conn, "before the first batch", 0) from None
 
-    for batch in _batches(iter_facts(path, bank, result.bad_lines), batch_size):
+    for batch in batches(iter_facts(path, bank, result.bad_lines), batch_size):
         inserted, existing, rejected = _write_batch(conn, ident, batch, skip_bad, summary)
         summary.batches += 1
         summary.facts += len(inserted)
