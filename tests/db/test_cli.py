@@ -96,6 +96,19 @@ def test_install_into_another_schema(empty_db):
     assert conn.execute("SELECT to_regclass('er_alt.entities') IS NOT NULL").fetchone()[0]
 
 
+def test_a_command_takes_its_database_and_schema_from_the_environment(empty_db):
+    conn = empty_db()
+    runner = CliRunner()
+    installed = runner.invoke(app, ["install", "--dsn", dsn_of(conn), "--schema", "er_env"], env=CLEAN_ENV)
+    assert installed.exit_code == 0, installed.output
+    env = {**CLEAN_ENV, "ENTITY_RESOLVER_DSN": dsn_of(conn), "ENTITY_RESOLVER_SCHEMA": "er_env"}
+    resolved = runner.invoke(app, ["resolve", "team", "Alex Kim", "--json"], env=env)
+    assert resolved.exit_code == 0, resolved.output
+    assert json.loads(resolved.stdout)["canonical_name"] == "Alex Kim"
+    assert conn.execute("SELECT canonical_name FROM er_env.entities WHERE bank_id = 'team'").fetchall() == [
+        ("Alex Kim",)]
+
+
 def test_install_prints_the_locale_warning_of_a_c_locale_database(c_locale_db):
     result = CliRunner().invoke(app, ["install", "--dsn", dsn_of(c_locale_db())], env=CLEAN_ENV)
     assert result.exit_code == 0
