@@ -1056,8 +1056,7 @@ def labels_set_cmd(
 
 
 @_command(labels_app, "show")
-def labels_show_cmd(bank: BankArg,
-                    *, db: DbOptions) -> None:
+def labels_show_cmd(bank: BankArg, db: DbOptions) -> None:
     """Print a bank's label vocabulary."""
     with db.client() as er:
         _require_bank(er, bank)
@@ -1074,8 +1073,7 @@ def labels_show_cmd(bank: BankArg,
 
 
 @_command(labels_app, "schema")
-def labels_schema_cmd(bank: BankArg,
-                      *, db: DbOptions) -> None:
+def labels_schema_cmd(bank: BankArg, db: DbOptions) -> None:
     """Print the bank's labels as a JSON Schema (for an extractor). Always JSON."""
     with db.client(quiet=True) as er:
         _require_bank(er, bank)
