@@ -45,36 +45,39 @@ COMMENT ON COLUMN {{ schema }}.entity_overview.last_seen IS
 CREATE OR REPLACE VIEW {{ schema }}.entity_neighbors
 WITH (security_invoker = TRUE) AS
 -- Each stored pair appears twice, once from each side, so that filtering on
--- entity_name lists an entity's whole neighbourhood.
+-- entity_name lists an entity's whole neighbourhood. The sides are a UNION ALL
+-- of the pair table alone: a filter on entity_id reaches each branch's column.
 SELECT
     c.bank_id,
-    c.entity_id_1 AS entity_id,
-    e1.canonical_name AS entity_name,
-    c.entity_id_2 AS neighbor_id,
-    e2.canonical_name AS neighbor_name,
+    c.entity_id,
+    e.canonical_name AS entity_name,
+    c.neighbor_id,
+    n.canonical_name AS neighbor_name,
     c.cooccurrence_count,
     c.last_cooccurred
-FROM {{ schema }}.entity_cooccurrences AS c
-INNER JOIN {{ schema }}.entities AS e1
-    ON c.bank_id = e1.bank_id AND c.entity_id_1 = e1.id
-INNER JOIN {{ schema }}.entities AS e2
-    ON c.bank_id = e2.bank_id AND c.entity_id_2 = e2.id
-WHERE c.cooccurrence_count > 0
-UNION ALL
-SELECT
-    c.bank_id,
-    c.entity_id_2 AS entity_id,
-    e2.canonical_name AS entity_name,
-    c.entity_id_1 AS neighbor_id,
-    e1.canonical_name AS neighbor_name,
-    c.cooccurrence_count,
-    c.last_cooccurred
-FROM {{ schema }}.entity_cooccurrences AS c
-INNER JOIN {{ schema }}.entities AS e1
-    ON c.bank_id = e1.bank_id AND c.entity_id_1 = e1.id
-INNER JOIN {{ schema }}.entities AS e2
-    ON c.bank_id = e2.bank_id AND c.entity_id_2 = e2.id
-WHERE c.cooccurrence_count > 0;
+FROM (
+    SELECT
+        p.bank_id,
+        p.entity_id_1 AS entity_id,
+        p.entity_id_2 AS neighbor_id,
+        p.cooccurrence_count,
+        p.last_cooccurred
+    FROM {{ schema }}.entity_cooccurrences AS p
+    WHERE p.cooccurrence_count > 0
+    UNION ALL
+    SELECT
+        p.bank_id,
+        p.entity_id_2,
+        p.entity_id_1,
+        p.cooccurrence_count,
+        p.last_cooccurred
+    FROM {{ schema }}.entity_cooccurrences AS p
+    WHERE p.cooccurrence_count > 0
+) AS c
+INNER JOIN {{ schema }}.entities AS e
+    ON c.bank_id = e.bank_id AND c.entity_id = e.id
+INNER JOIN {{ schema }}.entities AS n
+    ON c.bank_id = n.bank_id AND c.neighbor_id = n.id;
 
 COMMENT ON VIEW {{ schema }}.entity_neighbors IS
 'The co-occurrence graph from each side: every pair twice, so WHERE entity_name = ... lists a neighbourhood.';
