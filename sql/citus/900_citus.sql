@@ -118,19 +118,16 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    one record;
+    bank_ids text[];
+    ids uuid[];
 BEGIN
     -- TRUNCATE facts on a shard (its trigger, on the shard's node): the
     -- facts of the shard's banks are forgotten bank by bank. The shard is
     -- read by its name: a query of the distributed table would ask every
     -- node from a shard, which Citus refuses.
-    FOR one IN EXECUTE format(
-        'SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids FROM %s AS f GROUP BY f.bank_id ORDER BY f.bank_id',
-        _forget_shard_facts.shard
-    ) LOOP
-        PERFORM _forget_units(one.bank_id, one.ids);
-        PERFORM _flush_bank(one.bank_id, TRUE);
-    END LOOP;
+    EXECUTE format('SELECT array_agg(f.bank_id), array_agg(f.id) FROM %s AS f', _forget_shard_facts.shard)
+    INTO bank_ids, ids;
+    PERFORM _forget_facts(bank_ids, ids);
 END;
 $$;
 
