@@ -774,9 +774,7 @@ SET search_path = {{ search_path }}
 AS $$
 BEGIN
     PERFORM check_bank_id(forget_unit.bank_id);
-    IF forget_unit.unit_id IS NULL THEN
-        RAISE EXCEPTION 'unit_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(forget_unit.unit_id, 'unit_id');
     RETURN _forget_units(forget_unit.bank_id, ARRAY[forget_unit.unit_id]);
 END;
 $$;
