@@ -77,6 +77,25 @@ $$;
 COMMENT ON FUNCTION {{ schema }}.curator_role() IS
 'The role whose members may correct the banks granted to them (grant_curation gives it).';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._grant_membership(granted name, role_name name)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- A role that is a member already (itself or through a group) gets no
+    -- direct grant: revoking the group's would then leave it one.
+    IF NOT pg_has_role(_grant_membership.role_name, _grant_membership.granted, 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', _grant_membership.granted, _grant_membership.role_name);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._grant_membership(name, name) IS
+'Internal (administrators): grant the role granted to role_name, unless role_name is a member of it already.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._revoke_direct_membership(granted name, role_name name)
 RETURNS void
 LANGUAGE plpgsql
@@ -152,9 +171,7 @@ BEGIN
     INSERT INTO bank_roles (bank_id, role_name)
     VALUES (grant_bank_access.bank_id, grant_bank_access.role_name)
     ON CONFLICT ON CONSTRAINT bank_roles_pkey DO NOTHING;
-    IF NOT pg_has_role(target, bank_user, 'MEMBER') THEN
-        EXECUTE format('GRANT %I TO %I', bank_user, grant_bank_access.role_name);
-    END IF;
+    PERFORM _grant_membership(bank_user, grant_bank_access.role_name);
     IF {{ distributed }} THEN
         -- Distributed (Citus), the policies read no table (sql/citus/):
         -- the binding is also a membership in the bank's own role.
@@ -264,9 +281,7 @@ BEGIN
     INSERT INTO bank_roles AS b (bank_id, role_name, may_curate)
     VALUES (grant_curation.bank_id, grant_curation.role_name, TRUE)
     ON CONFLICT ON CONSTRAINT bank_roles_pkey DO UPDATE SET may_curate = TRUE;
-    IF NOT pg_has_role(target, curator, 'MEMBER') THEN
-        EXECUTE format('GRANT %I TO %I', curator, grant_curation.role_name);
-    END IF;
+    PERFORM _grant_membership(curator, grant_curation.role_name);
 END;
 $$;
 
@@ -484,7 +499,7 @@ BEGIN
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, all_roles);
         IF obj.proname NOT IN (
             '_install_grants', 'grant_bank_access', 'revoke_bank_access', 'grant_curation', 'revoke_curation',
-            '_drop_curator_membership', '_revoke_direct_membership',
+            '_drop_curator_membership', '_grant_membership', '_revoke_direct_membership',
             '_install_render', '_install_execute', '_apply_migration',
             '_install_distribute', '_grant_bank_role', '_revoke_bank_role', '_forget_shard_facts'
         ) THEN

@@ -85,9 +85,8 @@ BEGIN
             NULL;
         END;
     END IF;
-    IF NOT pg_has_role(_grant_bank_role.role_name, bank_role, 'MEMBER') THEN
-        EXECUTE format('GRANT %I TO %I', bank_role, _grant_bank_role.role_name);
-    END IF;
+    -- _grant_membership: sql/999_grants.sql.
+    PERFORM _grant_membership(bank_role, _grant_bank_role.role_name);
 END;
 $$;
 
