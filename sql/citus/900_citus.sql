@@ -73,19 +73,12 @@ AS $$
 DECLARE
     bank_role name := _bank_role_name(_grant_bank_role.bank_id);
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = bank_role) THEN
-        BEGIN
-            EXECUTE format('CREATE ROLE %I NOLOGIN', bank_role);
-            EXECUTE format(
-                'COMMENT ON ROLE %I IS %L', bank_role,
-                format('entity_resolver (schema %s, database %s): members use bank %s',
-                       current_schema(), current_database(), _grant_bank_role.bank_id)
-            );
-        EXCEPTION WHEN duplicate_object OR unique_violation THEN
-            NULL;
-        END;
-    END IF;
-    -- _grant_membership: sql/999_grants.sql.
+    -- _create_group_role, _grant_membership: sql/999_grants.sql.
+    PERFORM _create_group_role(
+        bank_role,
+        format('entity_resolver (schema %s, database %s): members use bank %s',
+               current_schema(), current_database(), _grant_bank_role.bank_id)
+    );
     PERFORM _grant_membership(bank_role, _grant_bank_role.role_name);
 END;
 $$;
