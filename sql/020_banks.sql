@@ -56,10 +56,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 BEGIN
-    -- Its own null test, not _check_not_null: it runs once per inserted fact.
-    IF value IS NULL THEN
-        RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(value, argument);
     IF value ~ '^[[:space:]]*$' THEN
         RAISE EXCEPTION '%: must not be empty or blank', argument USING ERRCODE = 'invalid_parameter_value';
     END IF;
