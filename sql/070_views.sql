@@ -46,7 +46,10 @@ CREATE OR REPLACE VIEW {{ schema }}.entity_neighbors
 WITH (security_invoker = TRUE) AS
 -- Each stored pair appears twice, once from each side, so that filtering on
 -- entity_name lists an entity's whole neighbourhood. The sides are a UNION ALL
--- of the pair table alone: a filter on entity_id reaches each branch's column.
+-- of plain columns of the pair table, which the planner flattens: an entity
+-- found by name reaches each side through its own index (the primary key,
+-- entity_cooccurrences_reverse_idx). A WHERE inside the branches would stop
+-- that and read the whole bank's pairs.
 SELECT
     c.bank_id,
     c.entity_id,
@@ -63,7 +66,6 @@ FROM (
         p.cooccurrence_count,
         p.last_cooccurred
     FROM {{ schema }}.entity_cooccurrences AS p
-    WHERE p.cooccurrence_count > 0
     UNION ALL
     SELECT
         p.bank_id,
@@ -72,12 +74,12 @@ FROM (
         p.cooccurrence_count,
         p.last_cooccurred
     FROM {{ schema }}.entity_cooccurrences AS p
-    WHERE p.cooccurrence_count > 0
 ) AS c
 INNER JOIN {{ schema }}.entities AS e
     ON c.bank_id = e.bank_id AND c.entity_id = e.id
 INNER JOIN {{ schema }}.entities AS n
-    ON c.bank_id = n.bank_id AND c.neighbor_id = n.id;
+    ON c.bank_id = n.bank_id AND c.neighbor_id = n.id
+WHERE c.cooccurrence_count > 0;
 
 COMMENT ON VIEW {{ schema }}.entity_neighbors IS
 'The co-occurrence graph from each side: every pair twice, so WHERE entity_name = ... lists a neighbourhood.';
