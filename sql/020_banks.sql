@@ -6,8 +6,8 @@
 -- per session) and the public PL/pgSQL wrapper that re-raises errors without
 -- PL/Python's exception prefix and traceback (src/entity_resolver/build.py).
 
-CREATE OR REPLACE FUNCTION {{ internal }}._check_text(value text, argument text, max_length integer)
-RETURNS text
+CREATE OR REPLACE FUNCTION {{ internal }}._check_not_null(value anyelement, argument text)
+RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
@@ -18,6 +18,45 @@ BEGIN
     IF value IS NULL THEN
         RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
     END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._check_not_null(anyelement, text) IS
+'Internal: the rule for a required argument: raise an error naming it (22004) when it is null.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._check_id_array(ids uuid[], argument text, what text)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    PERFORM _check_not_null(ids, argument);
+    IF cardinality(ids) = 0 THEN
+        RAISE EXCEPTION '%: must name at least one %', argument, what USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF array_position(ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION '%: element % is NULL', argument, array_position(ids, NULL)
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._check_id_array(uuid[], text, text) IS
+'Internal: the rule for an array of ids that names what to correct: not null, not empty, no null element.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._check_text(value text, argument text, max_length integer)
+RETURNS text
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    PERFORM _check_not_null(value, argument);
     IF value ~ '^[[:space:]]*$' THEN
         RAISE EXCEPTION '%: must not be empty or blank', argument USING ERRCODE = 'invalid_parameter_value';
     END IF;

@@ -774,9 +774,7 @@ SET search_path = {{ search_path }}
 AS $$
 BEGIN
     PERFORM check_bank_id(forget_unit.bank_id);
-    IF forget_unit.unit_id IS NULL THEN
-        RAISE EXCEPTION 'unit_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(forget_unit.unit_id, 'unit_id');
     RETURN _forget_units(forget_unit.bank_id, ARRAY[forget_unit.unit_id]);
 END;
 $$;
@@ -872,27 +870,44 @@ EXECUTE FUNCTION {{ internal }}._facts_resolve_and_link();
 COMMENT ON TRIGGER facts_resolve_and_link ON {{ schema }}.facts IS
 'Statement-level: resolve, link and record all inserted facts (bank by bank, in statement order).';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._facts_forget()
-RETURNS trigger
+CREATE OR REPLACE FUNCTION {{ internal }}._forget_facts(bank_ids text[], ids uuid[])
+RETURNS void
 LANGUAGE plpgsql
+VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
     one record;
 BEGIN
-    -- A deleted fact takes what it contributed with it (_forget_units).
+    -- Bank by bank, in bank order. On Citus this runs on the node of the
+    -- facts' shard: each bank's statistics are applied here (no commit trigger).
     FOR one IN
-        SELECT o.bank_id, array_agg(o.id ORDER BY o.id) AS ids
-        FROM old_facts AS o
-        GROUP BY o.bank_id
-        ORDER BY o.bank_id
+        SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids
+        FROM unnest(_forget_facts.bank_ids, _forget_facts.ids) AS f (bank_id, id)
+        GROUP BY f.bank_id
+        ORDER BY f.bank_id
     LOOP
         PERFORM _forget_units(one.bank_id, one.ids);
         IF {{ distributed }} THEN
             PERFORM _flush_bank(one.bank_id, TRUE);
         END IF;
     END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._forget_facts(text[], uuid[]) IS
+'Internal: forget facts (their banks and ids, as the triggers on facts collect them), bank by bank.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._facts_forget()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- A deleted fact takes what it contributed with it (_forget_units).
+    PERFORM _forget_facts(array_agg(o.bank_id), array_agg(o.id)) FROM old_facts AS o;
     RETURN NULL;
 END;
 $$;
@@ -917,8 +932,6 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
-DECLARE
-    one record;
 BEGIN
     -- TRUNCATE fires no DELETE trigger; before it runs, the facts are still
     -- there to say which units are theirs (units of retain and link_unit
@@ -932,14 +945,7 @@ BEGIN
         END IF;
         RETURN NULL;
     END IF;
-    FOR one IN
-        SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids
-        FROM facts AS f
-        GROUP BY f.bank_id
-        ORDER BY f.bank_id
-    LOOP
-        PERFORM _forget_units(one.bank_id, one.ids);
-    END LOOP;
+    PERFORM _forget_facts(array_agg(f.bank_id), array_agg(f.id)) FROM facts AS f;
     -- The forgetting queued statistics, whose flush at commit is a deferred
     -- row event on stats_queue. Left deferred, it would fire after this
     -- TRUNCATE and read its queue row from a table the same statement may

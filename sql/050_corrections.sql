@@ -145,9 +145,7 @@ DECLARE
     n_entities bigint;
     n_pairs bigint;
 BEGIN
-    IF rebuild_stats.dry_run IS NULL THEN
-        RAISE EXCEPTION 'dry_run: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(rebuild_stats.dry_run, 'dry_run');
     IF NOT rebuild_stats.dry_run THEN
         -- Nobody else writes the bank meanwhile: every queued row is committed
         -- (or ours), so the record already holds what it would add.
@@ -331,9 +329,7 @@ AS $$
 DECLARE
     b text := check_bank_id(_correction_begin.bank_id);
 BEGIN
-    IF _correction_begin.dry_run IS NULL THEN
-        RAISE EXCEPTION 'dry_run: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(_correction_begin.dry_run, 'dry_run');
     PERFORM _check_curator(b);
     IF _correction_begin.dry_run THEN
         -- A plan reads the record as it is; it writes and locks nothing.
@@ -371,9 +367,7 @@ BEGIN
     -- The row as jsonb (callers: jsonb_populate_record(NULL::entities, ...)):
     -- Citus propagates to the workers no function whose signature uses a
     -- distributed table's row type, and corrections run on the bank's worker.
-    IF _find_entity.entity_id IS NULL THEN
-        RAISE EXCEPTION '%: must not be null', argument USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(_find_entity.entity_id, argument);
     SELECT to_jsonb(e) INTO found_row
     FROM entities AS e
     WHERE e.bank_id = _find_entity.bank_id AND e.id = _find_entity.entity_id;
@@ -792,19 +786,8 @@ DECLARE
     units uuid[];
     dates timestamptz[];
 BEGIN
-    IF merge_entities.source_ids IS NULL THEN
-        RAISE EXCEPTION 'source_ids: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF cardinality(merge_entities.source_ids) = 0 THEN
-        RAISE EXCEPTION 'source_ids: must name at least one entity' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(merge_entities.source_ids, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'source_ids: element % is NULL', array_position(merge_entities.source_ids, NULL)
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF merge_entities.target_id IS NULL THEN
-        RAISE EXCEPTION 'target_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_id_array(merge_entities.source_ids, 'source_ids', 'entity');
+    PERFORM _check_not_null(merge_entities.target_id, 'target_id');
     IF merge_entities.target_id = ANY(merge_entities.source_ids) THEN
         RAISE EXCEPTION 'source_ids: the target % is among the sources', merge_entities.target_id
             USING ERRCODE = 'invalid_parameter_value';
@@ -997,22 +980,9 @@ DECLARE
     image jsonb;
     op_id bigint;
 BEGIN
-    IF split_entity.entity_id IS NULL THEN
-        RAISE EXCEPTION 'entity_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF split_entity.unit_ids IS NULL THEN
-        RAISE EXCEPTION 'unit_ids: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF cardinality(split_entity.unit_ids) = 0 THEN
-        RAISE EXCEPTION 'unit_ids: must name at least one unit (fact)' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(split_entity.unit_ids, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'unit_ids: element % is NULL', array_position(split_entity.unit_ids, NULL)
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF split_entity.new_name IS NULL THEN
-        RAISE EXCEPTION 'new_name: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(split_entity.entity_id, 'entity_id');
+    PERFORM _check_id_array(split_entity.unit_ids, 'unit_ids', 'unit (fact)');
+    PERFORM _check_not_null(split_entity.new_name, 'new_name');
     PERFORM _correction_begin(b, split_entity.dry_run);
 
     one := jsonb_populate_record(NULL::entities, _find_entity(b, split_entity.entity_id, 'entity_id'));
@@ -1126,12 +1096,8 @@ DECLARE
     plan jsonb;
     op_id bigint;
 BEGIN
-    IF rename_entity.entity_id IS NULL THEN
-        RAISE EXCEPTION 'entity_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF rename_entity.new_name IS NULL THEN
-        RAISE EXCEPTION 'new_name: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(rename_entity.entity_id, 'entity_id');
+    PERFORM _check_not_null(rename_entity.new_name, 'new_name');
     PERFORM _correction_begin(b, FALSE);
     one := jsonb_populate_record(NULL::entities, _find_entity(b, rename_entity.entity_id, 'entity_id'));
     PERFORM _check_correctable(one.id, one.entity_kind, one.canonical_name, 'entity_id');
@@ -1196,12 +1162,8 @@ DECLARE
     plan jsonb;
     op_id bigint;
 BEGIN
-    IF add_alias.entity_id IS NULL THEN
-        RAISE EXCEPTION 'entity_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF add_alias.alias IS NULL THEN
-        RAISE EXCEPTION 'alias: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(add_alias.entity_id, 'entity_id');
+    PERFORM _check_not_null(add_alias.alias, 'alias');
     PERFORM _correction_begin(b, FALSE);
     one := jsonb_populate_record(NULL::entities, _find_entity(b, add_alias.entity_id, 'entity_id'));
     PERFORM _check_correctable(one.id, one.entity_kind, one.canonical_name, 'entity_id');
@@ -1242,9 +1204,7 @@ DECLARE
     plan jsonb;
     op_id bigint;
 BEGIN
-    IF remove_alias.alias IS NULL THEN
-        RAISE EXCEPTION 'alias: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(remove_alias.alias, 'alias');
     PERFORM _correction_begin(b, FALSE);
     SELECT a.*, e.canonical_name INTO one
     FROM entity_aliases AS a
@@ -1300,9 +1260,7 @@ DECLARE
     op_id bigint;
     n bigint;
 BEGIN
-    IF forget_entity.entity_id IS NULL THEN
-        RAISE EXCEPTION 'entity_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(forget_entity.entity_id, 'entity_id');
     PERFORM _correction_begin(b, forget_entity.dry_run);
     one := jsonb_populate_record(NULL::entities, _find_entity(b, forget_entity.entity_id, 'entity_id'));
 
@@ -1771,9 +1729,7 @@ DECLARE
     result jsonb;
     was record;
 BEGIN
-    IF undo_operation.operation_id IS NULL THEN
-        RAISE EXCEPTION 'operation_id: must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
+    PERFORM _check_not_null(undo_operation.operation_id, 'operation_id');
     PERFORM _correction_begin(b, FALSE);
     SELECT o.* INTO op
     FROM operations AS o

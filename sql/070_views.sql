@@ -45,35 +45,40 @@ COMMENT ON COLUMN {{ schema }}.entity_overview.last_seen IS
 CREATE OR REPLACE VIEW {{ schema }}.entity_neighbors
 WITH (security_invoker = TRUE) AS
 -- Each stored pair appears twice, once from each side, so that filtering on
--- entity_name lists an entity's whole neighbourhood.
+-- entity_name lists an entity's whole neighbourhood. The sides are a UNION ALL
+-- of plain columns of the pair table, which the planner flattens: an entity
+-- found by name reaches each side through its own index (the primary key,
+-- entity_cooccurrences_reverse_idx). A WHERE inside the branches would stop
+-- that and read the whole bank's pairs.
 SELECT
     c.bank_id,
-    c.entity_id_1 AS entity_id,
-    e1.canonical_name AS entity_name,
-    c.entity_id_2 AS neighbor_id,
-    e2.canonical_name AS neighbor_name,
+    c.entity_id,
+    e.canonical_name AS entity_name,
+    c.neighbor_id,
+    n.canonical_name AS neighbor_name,
     c.cooccurrence_count,
     c.last_cooccurred
-FROM {{ schema }}.entity_cooccurrences AS c
-INNER JOIN {{ schema }}.entities AS e1
-    ON c.bank_id = e1.bank_id AND c.entity_id_1 = e1.id
-INNER JOIN {{ schema }}.entities AS e2
-    ON c.bank_id = e2.bank_id AND c.entity_id_2 = e2.id
-WHERE c.cooccurrence_count > 0
-UNION ALL
-SELECT
-    c.bank_id,
-    c.entity_id_2 AS entity_id,
-    e2.canonical_name AS entity_name,
-    c.entity_id_1 AS neighbor_id,
-    e1.canonical_name AS neighbor_name,
-    c.cooccurrence_count,
-    c.last_cooccurred
-FROM {{ schema }}.entity_cooccurrences AS c
-INNER JOIN {{ schema }}.entities AS e1
-    ON c.bank_id = e1.bank_id AND c.entity_id_1 = e1.id
-INNER JOIN {{ schema }}.entities AS e2
-    ON c.bank_id = e2.bank_id AND c.entity_id_2 = e2.id
+FROM (
+    SELECT
+        p.bank_id,
+        p.entity_id_1 AS entity_id,
+        p.entity_id_2 AS neighbor_id,
+        p.cooccurrence_count,
+        p.last_cooccurred
+    FROM {{ schema }}.entity_cooccurrences AS p
+    UNION ALL
+    SELECT
+        p.bank_id,
+        p.entity_id_2,
+        p.entity_id_1,
+        p.cooccurrence_count,
+        p.last_cooccurred
+    FROM {{ schema }}.entity_cooccurrences AS p
+) AS c
+INNER JOIN {{ schema }}.entities AS e
+    ON c.bank_id = e.bank_id AND c.entity_id = e.id
+INNER JOIN {{ schema }}.entities AS n
+    ON c.bank_id = n.bank_id AND c.neighbor_id = n.id
 WHERE c.cooccurrence_count > 0;
 
 COMMENT ON VIEW {{ schema }}.entity_neighbors IS

@@ -77,6 +77,48 @@ $$;
 COMMENT ON FUNCTION {{ schema }}.curator_role() IS
 'The role whose members may correct the banks granted to them (grant_curation gives it).';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._create_group_role(role_name name, description text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = _create_group_role.role_name) THEN
+        -- Roles are cluster-wide: another database may be creating it right now.
+        BEGIN
+            EXECUTE format('CREATE ROLE %I NOLOGIN', _create_group_role.role_name);
+            EXECUTE format('COMMENT ON ROLE %I IS %L', _create_group_role.role_name, _create_group_role.description);
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;
+        END;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._create_group_role(name, text) IS
+'Internal (administrators): create a NOLOGIN role with that comment, unless it exists.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._grant_membership(granted name, role_name name)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- A role that is a member already (itself or through a group) gets no
+    -- direct grant: revoking the group's would then leave it one.
+    IF NOT pg_has_role(_grant_membership.role_name, _grant_membership.granted, 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', _grant_membership.granted, _grant_membership.role_name);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._grant_membership(name, name) IS
+'Internal (administrators): grant the role granted to role_name, unless role_name is a member of it already.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._revoke_direct_membership(granted name, role_name name)
 RETURNS void
 LANGUAGE plpgsql
@@ -152,9 +194,7 @@ BEGIN
     INSERT INTO bank_roles (bank_id, role_name)
     VALUES (grant_bank_access.bank_id, grant_bank_access.role_name)
     ON CONFLICT ON CONSTRAINT bank_roles_pkey DO NOTHING;
-    IF NOT pg_has_role(target, bank_user, 'MEMBER') THEN
-        EXECUTE format('GRANT %I TO %I', bank_user, grant_bank_access.role_name);
-    END IF;
+    PERFORM _grant_membership(bank_user, grant_bank_access.role_name);
     IF {{ distributed }} THEN
         -- Distributed (Citus), the policies read no table (sql/citus/):
         -- the binding is also a membership in the bank's own role.
@@ -264,9 +304,7 @@ BEGIN
     INSERT INTO bank_roles AS b (bank_id, role_name, may_curate)
     VALUES (grant_curation.bank_id, grant_curation.role_name, TRUE)
     ON CONFLICT ON CONSTRAINT bank_roles_pkey DO UPDATE SET may_curate = TRUE;
-    IF NOT pg_has_role(target, curator, 'MEMBER') THEN
-        EXECUTE format('GRANT %I TO %I', curator, grant_curation.role_name);
-    END IF;
+    PERFORM _grant_membership(curator, grant_curation.role_name);
 END;
 $$;
 
@@ -343,28 +381,14 @@ DECLARE
     own_binding text;
     ours name [];
 BEGIN
-    -- Roles. Cluster-wide: another database may be creating them right now.
-    FOR obj IN
-        SELECT r.name, r.what
-        FROM (
-            VALUES
-            (everything, 'uses every bank'),
-            (bank_user, 'uses only the banks bound to it in bank_roles'),
-            (curator, 'corrects the banks granted to it (grant_curation)')
-        ) AS r (name, what)
-    LOOP
-        IF NOT EXISTS (SELECT 1 FROM pg_roles AS x WHERE x.rolname = obj.name) THEN
-            BEGIN
-                EXECUTE format('CREATE ROLE %I NOLOGIN', obj.name);
-                EXECUTE format(
-                    'COMMENT ON ROLE %I IS %L', obj.name,
-                    format('entity_resolver (schema %s): %s', s, obj.what)
-                );
-            EXCEPTION WHEN duplicate_object OR unique_violation THEN
-                NULL;
-            END;
-        END IF;
-    END LOOP;
+    -- Roles.
+    PERFORM _create_group_role(r.name, format('entity_resolver (schema %s): %s', s, r.what))
+    FROM (
+        VALUES
+        (everything, 'uses every bank'),
+        (bank_user, 'uses only the banks bound to it in bank_roles'),
+        (curator, 'corrects the banks granted to it (grant_curation)')
+    ) AS r (name, what);
     both_roles := format('%I, %I', everything, bank_user);
     all_roles := format('%I, %I, %I', everything, bank_user, curator);
 
@@ -410,48 +434,41 @@ BEGIN
     --     by flushing.
     --   facts: inserted, deleted (links go with them), content corrected.
     --   name_variants, org_suffixes: installation data, read by resolution.
-    FOR obj IN
-        SELECT t.tbl, t.privileges
-        FROM (
-            VALUES
-            ('banks', 'SELECT, INSERT, UPDATE (settings, entity_labels)'),
-            ('entities', 'SELECT, INSERT, DELETE, UPDATE (mention_count, first_seen, last_seen, metadata)'),
-            ('unit_entities', 'SELECT, INSERT, DELETE'),
-            ('entity_cooccurrences', 'SELECT, INSERT, UPDATE (cooccurrence_count, last_cooccurred)'),
-            ('stats_queue', 'SELECT, INSERT, DELETE, UPDATE (queued_at)'),
-            ('facts', 'SELECT, INSERT, DELETE, UPDATE (content, fact_id)'),
-            ('mentions', 'SELECT, INSERT, DELETE'),
-            ('entity_aliases', 'SELECT'),
-            ('entity_forwards', 'SELECT'),
-            ('operations', 'SELECT'),
-            ('name_variants', 'SELECT'),
-            ('org_suffixes', 'SELECT'),
-            ('plpython_modules', 'SELECT'),
-            ('schema_migrations', 'SELECT')
-        ) AS t (tbl, privileges)
-    LOOP
-        EXECUTE format('GRANT %s ON %I.%I TO %s', obj.privileges, s, obj.tbl, both_roles);
-    END LOOP;
-    EXECUTE format('GRANT SELECT ON %I.bank_roles TO %I', s, bank_user);
-    -- The curator adds to a usage role what corrections write (the functions
-    -- of sql/050_corrections.sql, as their caller): names and the curated
-    -- flag of entities; mentions moved to another entity; pairs recounted
-    -- away; aliases, forwards and the ledger. It reads its own bindings
+    -- A bank user reads its bindings (bank_roles). The curator adds to a
+    -- usage role what corrections write (the functions of
+    -- sql/050_corrections.sql, as their caller): names and the curated flag
+    -- of entities; mentions moved to another entity; pairs recounted away;
+    -- aliases, forwards and the ledger. It reads its own bindings
     -- (may_curate), as a bank user does.
     FOR obj IN
-        SELECT t.tbl, t.privileges
+        SELECT t.tbl, t.privileges, t.grantees
         FROM (
             VALUES
-            ('entities', 'UPDATE (canonical_name, curated)'),
-            ('mentions', 'UPDATE (entity_id, decision, decided_at)'),
-            ('entity_cooccurrences', 'DELETE'),
-            ('entity_aliases', 'INSERT, DELETE, UPDATE (entity_id)'),
-            ('entity_forwards', 'INSERT, DELETE, UPDATE (new_id)'),
-            ('operations', 'INSERT, UPDATE (undone_at, undone_by)'),
-            ('bank_roles', 'SELECT')
-        ) AS t (tbl, privileges)
+            ('banks', 'SELECT, INSERT, UPDATE (settings, entity_labels)', both_roles),
+            ('entities', 'SELECT, INSERT, DELETE, UPDATE (mention_count, first_seen, last_seen, metadata)', both_roles),
+            ('unit_entities', 'SELECT, INSERT, DELETE', both_roles),
+            ('entity_cooccurrences', 'SELECT, INSERT, UPDATE (cooccurrence_count, last_cooccurred)', both_roles),
+            ('stats_queue', 'SELECT, INSERT, DELETE, UPDATE (queued_at)', both_roles),
+            ('facts', 'SELECT, INSERT, DELETE, UPDATE (content, fact_id)', both_roles),
+            ('mentions', 'SELECT, INSERT, DELETE', both_roles),
+            ('entity_aliases', 'SELECT', both_roles),
+            ('entity_forwards', 'SELECT', both_roles),
+            ('operations', 'SELECT', both_roles),
+            ('name_variants', 'SELECT', both_roles),
+            ('org_suffixes', 'SELECT', both_roles),
+            ('plpython_modules', 'SELECT', both_roles),
+            ('schema_migrations', 'SELECT', both_roles),
+            ('bank_roles', 'SELECT', quote_ident(bank_user)),
+            ('entities', 'UPDATE (canonical_name, curated)', quote_ident(curator)),
+            ('mentions', 'UPDATE (entity_id, decision, decided_at)', quote_ident(curator)),
+            ('entity_cooccurrences', 'DELETE', quote_ident(curator)),
+            ('entity_aliases', 'INSERT, DELETE, UPDATE (entity_id)', quote_ident(curator)),
+            ('entity_forwards', 'INSERT, DELETE, UPDATE (new_id)', quote_ident(curator)),
+            ('operations', 'INSERT, UPDATE (undone_at, undone_by)', quote_ident(curator)),
+            ('bank_roles', 'SELECT', quote_ident(curator))
+        ) AS t (tbl, privileges, grantees)
     LOOP
-        EXECUTE format('GRANT %s ON %I.%I TO %I', obj.privileges, s, obj.tbl, curator);
+        EXECUTE format('GRANT %s ON %I.%I TO %s', obj.privileges, s, obj.tbl, obj.grantees);
     END LOOP;
     FOR obj IN
         SELECT c.oid::regclass AS rel, c.reloptions
@@ -484,7 +501,7 @@ BEGIN
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, all_roles);
         IF obj.proname NOT IN (
             '_install_grants', 'grant_bank_access', 'revoke_bank_access', 'grant_curation', 'revoke_curation',
-            '_drop_curator_membership', '_revoke_direct_membership',
+            '_drop_curator_membership', '_create_group_role', '_grant_membership', '_revoke_direct_membership',
             '_install_render', '_install_execute', '_apply_migration',
             '_install_distribute', '_grant_bank_role', '_revoke_bank_role', '_forget_shard_facts'
         ) THEN

@@ -73,21 +73,13 @@ AS $$
 DECLARE
     bank_role name := _bank_role_name(_grant_bank_role.bank_id);
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = bank_role) THEN
-        BEGIN
-            EXECUTE format('CREATE ROLE %I NOLOGIN', bank_role);
-            EXECUTE format(
-                'COMMENT ON ROLE %I IS %L', bank_role,
-                format('entity_resolver (schema %s, database %s): members use bank %s',
-                       current_schema(), current_database(), _grant_bank_role.bank_id)
-            );
-        EXCEPTION WHEN duplicate_object OR unique_violation THEN
-            NULL;
-        END;
-    END IF;
-    IF NOT pg_has_role(_grant_bank_role.role_name, bank_role, 'MEMBER') THEN
-        EXECUTE format('GRANT %I TO %I', bank_role, _grant_bank_role.role_name);
-    END IF;
+    -- _create_group_role, _grant_membership: sql/999_grants.sql.
+    PERFORM _create_group_role(
+        bank_role,
+        format('entity_resolver (schema %s, database %s): members use bank %s',
+               current_schema(), current_database(), _grant_bank_role.bank_id)
+    );
+    PERFORM _grant_membership(bank_role, _grant_bank_role.role_name);
 END;
 $$;
 
@@ -118,19 +110,16 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    one record;
+    bank_ids text[];
+    ids uuid[];
 BEGIN
     -- TRUNCATE facts on a shard (its trigger, on the shard's node): the
     -- facts of the shard's banks are forgotten bank by bank. The shard is
     -- read by its name: a query of the distributed table would ask every
     -- node from a shard, which Citus refuses.
-    FOR one IN EXECUTE format(
-        'SELECT f.bank_id, array_agg(f.id ORDER BY f.id) AS ids FROM %s AS f GROUP BY f.bank_id ORDER BY f.bank_id',
-        _forget_shard_facts.shard
-    ) LOOP
-        PERFORM _forget_units(one.bank_id, one.ids);
-        PERFORM _flush_bank(one.bank_id, TRUE);
-    END LOOP;
+    EXECUTE format('SELECT array_agg(f.bank_id), array_agg(f.id) FROM %s AS f', _forget_shard_facts.shard)
+    INTO bank_ids, ids;
+    PERFORM _forget_facts(bank_ids, ids);
 END;
 $$;
 

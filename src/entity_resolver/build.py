@@ -446,15 +446,8 @@ COMMENT ON FUNCTION {{ internal }}._install_render(text) IS
 
 CREATE OR REPLACE FUNCTION {{ internal }}._install_execute(body text)
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-SECURITY INVOKER
-SET search_path = {{ search_path }}
-AS $$
-BEGIN
-    EXECUTE _install_render(body);
-END;
-$$;
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = {{ search_path }}
+AS $$ BEGIN EXECUTE _install_render(body); END; $$;
 
 COMMENT ON FUNCTION {{ internal }}._install_execute(text) IS
 'Internal (installer): run SQL after rendering what depends on this database.';
