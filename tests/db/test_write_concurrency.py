@@ -184,6 +184,7 @@ def test_immediate_shutdown_during_load_keeps_counts_consistent_with_committed_f
     with psycopg.connect(**dsn, autocommit=True) as after:
         mentions, pairs = expected_from_facts(after, "team")
         assert sum(mentions.values()) > 0
+        after.execute("SET entity_resolver.flush_batch_rows = 0")  # the whole backlog in one call
         after.execute("SELECT entity_resolver.flush_stats()")
         assert mention_counts(after, "team") == mentions
         assert pair_counts(after, "team") == pairs
