@@ -12,7 +12,10 @@ part: one installed from this checkout, one from ``baseline`` (a git ref:
 its sources are exported with ``git archive`` and its own installer runs in a
 subprocess, ``PYTHONPATH``, as bench/imports.py does). The replays alternate
 corpus by corpus between the two (ABBA over ``rounds``), so both meet the same
-machine state.
+machine state. Both databases are new: their tables grow from empty during
+the replay and autovacuum analyses them at its own pace, so a change to how
+statements are planned can measure differently here than on a database that
+already has statistics (docs/benchmarks.md, finding 10).
 
 Counted, not timed: the statements each fact runs on the server, every
 level (pg_stat_statements with ``track = all``: the INSERT, the trigger's
