@@ -93,6 +93,42 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
         best.lever = "name_variants"
     if best is not None and best.candidate.how == "org_suffix":
         best.lever = "org_suffixes"
+    if (best is None or not passes_threshold(best.score, settings["threshold"])) and lever(settings, "misspellings"):
+        return _misspelt(scored, best)
+    return best, False
+
+
+# The misspellings lever: a mention that spells one entity's name nearly
+# ("Chloe Beatie", "Chloe Beattie": difflib ratio 0.96; the word check passed)
+# and whose context names a partner of that entity is that entity, though its
+# score misses the threshold: the reference needs recency or most of the
+# context on top of a spelling that is not exact, and a record seen again
+# months later with one letter off has neither. 0.8 is about one edit in ten
+# letters. The context bar (the co-occurrence signal) is one of three nearby
+# names a partner seen with at most 4 entities, or the only nearby name a
+# partner of at most 44: lower than MIN_CONTEXT because the spelling is
+# evidence too, which a bare name lacks; a hub next to everyone is not enough.
+MISSPELT_NAME = 0.8
+MISSPELT_CONTEXT = 0.15
+
+
+def _misspelt(scored: List[Evaluation], best: Optional[Evaluation]) -> Tuple[Optional[Evaluation], bool]:
+    """Under the threshold: the one entity the mention nearly spells and its context vouches for, if any.
+
+    Two or more such entities are ambiguous: none is chosen (a new entity).
+    Candidates found by an initial, a nickname or a legal form are left to
+    their own levers.
+    """
+    close = [ev for ev in scored
+             if ev.candidate.how is None and ev.decision == BELOW_THRESHOLD
+             and round(ev.name_similarity, PRECISION) >= MISSPELT_NAME
+             and round(ev.cooccurrence, PRECISION) >= MISSPELT_CONTEXT]
+    for ev in close:
+        ev.lever = "misspellings"
+    if len(close) == 1:
+        return close[0], True
+    for ev in close:
+        ev.decision = AMBIGUOUS
     return best, False
 
 

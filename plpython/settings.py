@@ -47,6 +47,7 @@ DEFAULTS = {
     "typed_mentions": True,
     "context_by_entity": True,
     "alias_memory": True,
+    "misspellings": True,
     # The bank's own name data, over the shipped tables name_variants and
     # org_suffixes: [name, variant] pairs and legal forms to add or to remove.
     "name_variants_add": [],
@@ -61,7 +62,8 @@ MAX_NAME_DATA = 1000
 MAX_WORD_CHARS = 100
 
 PROFILES = ("reference", "enhanced")
-LEVERS = ("bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity", "alias_memory")
+LEVERS = ("bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity", "alias_memory",
+          "misspellings")
 
 # key -> (kind, low, high, low_inclusive). Each range says what a value means:
 # weights, the threshold and trigram similarities are fractions of 1.
@@ -92,6 +94,7 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "typed_mentions": ("bool", 0, 0, True),
     "context_by_entity": ("bool", 0, 0, True),
     "alias_memory": ("bool", 0, 0, True),
+    "misspellings": ("bool", 0, 0, True),
     "name_variants_add": ("pairs", 0, MAX_NAME_DATA, True),
     "name_variants_remove": ("pairs", 0, MAX_NAME_DATA, True),
     "org_suffixes_add": ("words", 0, MAX_NAME_DATA, True),
