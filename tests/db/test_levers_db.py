@@ -148,6 +148,29 @@ def test_the_reference_profile_merges_a_bare_name_by_its_spelling(reference_bank
     assert [d[1] for d in decisions(reference_bank) if d[0] == "Alex"] == ["Alex", "Alex"]
 
 
+# -- misspellings ------------------------------------------------------------------------
+
+def test_a_misspelt_record_months_later_joins_its_entity_through_its_context(bank, reference_bank):
+    # The copy has a typo in the street too: only the suburb and the state,
+    # each seen with others, are shared. Too little for the reference's score.
+    copy = ["Chloe Beatie", "Leichhardt", "Burkit Street", "NSW"]
+    for b in (bank, reference_bank):
+        for i, f in enumerate([["Chloe Beattie", "Leichhardt", "Burkitt Street", "NSW"],
+                               ["Tom Hale", "Leichhardt", "Pitt Street", "NSW"],
+                               ["Ann Roe", "Leichhardt", "King Street", "NSW"]]):
+            insert_fact(b, f, NOW - timedelta(days=120 - i))
+        insert_fact(b, copy)
+    assert decisions(bank)[-4][1:] == ("Chloe Beattie", "resolved")
+    assert decisions(reference_bank)[-4][1:] == ("Chloe Beatie", "created")
+    bank.conn.execute(f"DELETE FROM {ER}.facts WHERE bank_id = %s AND mentions @> '[\"Chloe Beatie\"]'", (bank.id,))
+    rows = explain(bank, "Chloe Beatie", copy[1:])
+    chosen = [r for r in rows if r["decision"] == "chosen"]
+    assert [(r["canonical_name"], r["lever"]) for r in chosen] == [("Chloe Beattie", "misspellings")]
+    assert chosen[0]["score"] < 0.6
+    bank.configure({"misspellings": False})
+    assert lookup(bank, "Chloe Beatie", copy[1:]) == (None, "new")
+
+
 # -- alias memory ------------------------------------------------------------------------
 
 def test_a_confident_form_is_remembered_and_forgotten_with_its_fact(bank):

@@ -101,7 +101,7 @@ SETTINGS_KEYS = ["name_weight", "cooccurrence_weight", "recency_weight", "thresh
                  "intrabatch_max_names", "expansion_per_entity_limit", "max_mentions_per_call",
                  "max_mentions_per_fact", "max_nearby_per_mention", "allow_undeclared_labels",
                  "profile", "bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity",
-                 "alias_memory", "name_variants_add", "name_variants_remove", "org_suffixes_add",
+                 "alias_memory", "misspellings", "name_variants_add", "name_variants_remove", "org_suffixes_add",
                  "org_suffixes_remove"]
 SETTINGS = st.one_of(
     st.dictionaries(st.one_of(st.sampled_from(SETTINGS_KEYS), SHORT_TEXT), st.one_of(NUMBER, JSON), max_size=4),

@@ -17,7 +17,7 @@ import memory
 import names
 import words
 from callstate import CallState
-from decide import MIN_CONTEXT, evaluate
+from decide import MIN_CONTEXT, MISSPELT_CONTEXT, MISSPELT_NAME, evaluate
 from probe import Hit
 from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
 from screen import screen, settled_by_identical, stops_at_identical
@@ -202,6 +202,51 @@ def test_a_nickname_found_by_its_given_name_scores_the_given_name():
     robert = cand("robert smith", 1.0, NOW, partners={"acme": 1}, form="robert smith")
     evaluations, best = evaluate("bob smith", [robert], ["acme"], NOW, ENHANCED, names=DATA)
     assert best is not None and best.name_similarity == 1.0 and best.candidate.how == "variant"
+
+
+# -- misspellings ----------------------------------------------------------------------------
+
+def beattie(partners):
+    # The original record, seen months before its misspelt copy: no recency.
+    return cand("chloe beattie", 0.8, LONG_AGO, partners=partners)
+
+
+def test_a_misspelt_name_with_context_resolves_to_the_entity_it_nearly_spells():
+    near = ["leichhardt", "burkitt street", "nsw"]
+    evaluations, best = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW,
+                                 ENHANCED, names=DATA)
+    assert best is not None and best.candidate.id == "chloe beattie"
+    assert (best.decision, best.lever) == (CHOSEN, "misspellings")
+    # The score misses the threshold: the reference makes a new entity.
+    assert best.score < ENHANCED["threshold"] and best.name_similarity >= MISSPELT_NAME
+    _, ref = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW, REFERENCE)
+    assert ref is None
+    _, off = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW,
+                      dict(ENHANCED, misspellings=False), names=DATA)
+    assert off is None
+
+
+def test_a_misspelt_name_without_context_or_next_to_a_hub_is_a_new_entity():
+    _, best = evaluate("chloe beatie", [beattie({"burkitt street": 1})], ["glebe"], NOW, ENHANCED, names=DATA)
+    assert best is None
+    hub = beattie({"nsw": 300})
+    evaluations, best = evaluate("chloe beatie", [hub], ["nsw"], NOW, ENHANCED, names=DATA)
+    assert evaluations[0].cooccurrence < MISSPELT_CONTEXT and best is None
+
+
+def test_two_entities_a_misspelling_nearly_spells_with_context_are_ambiguous():
+    reuter = cand("kyle reuter", 0.6, LONG_AGO, partners={"padbury street": 2})
+    reuther = cand("kyle reuther", 0.6, LONG_AGO, partners={"padbury street": 2})
+    near = ["padbury street", "ballarat", "vic"]
+    evaluations, best = evaluate("kyle reutr", [reuter, reuther], near, NOW, ENHANCED, names=DATA)
+    assert best is None
+    assert {(ev.decision, ev.lever) for ev in evaluations} == {(AMBIGUOUS, "misspellings")}
+
+
+def test_a_name_spelt_further_off_is_not_a_misspelling():
+    far = cand("caresse nguyen", 0.4, LONG_AGO, partners={"colac": 1})
+    evaluations, best = evaluate("carl nguyen", [far], ["colac"], NOW, ENHANCED, names=DATA)
+    assert best is None and evaluations[0].lever is None
 
 
 # -- the shortcut: resolution stops early, explain evaluates everything ---------------------------
