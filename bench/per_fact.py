@@ -15,7 +15,10 @@ corpus by corpus between the two (ABBA over ``rounds``), so both meet the same
 machine state. Both databases are new: their tables grow from empty during
 the replay and autovacuum analyses them at its own pace, so a change to how
 statements are planned can measure differently here than on a database that
-already has statistics (docs/benchmarks.md, finding 10).
+already has statistics (docs/benchmarks.md, finding 10). ``--prefill N``
+measures that other case: before the timed rounds each database receives the
+corpora N times (into banks of their own, untimed) and is analysed, and the
+timed rounds run in new sessions.
 
 Counted, not timed: the statements each fact runs on the server, every
 level (pg_stat_statements with ``track = all``: the INSERT, the trigger's
@@ -166,12 +169,22 @@ def _server(dsn: Optional[str], fsync: bool = True) -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def prefill(dsn: str, data: Dict[str, Any], times: int) -> None:
+    """Give a database data and statistics first: the corpora ``times`` over, fact by fact, then ANALYZE."""
+    with _connect(dsn) as conn:
+        for n in range(times):
+            for name, (cfg, facts) in data.items():
+                replay(conn, f"prefill-{n}-{name}", cfg, facts)
+        conn.execute(sql.SQL("VACUUM ANALYZE"))
+
+
 def measure_per_fact(dsn: Optional[str] = None, baseline: Optional[str] = BASELINE, rounds: int = 2,
-                     corpora: Path = CORPORA, fsync: bool = True) -> Dict[str, Any]:
+                     corpora: Path = CORPORA, fsync: bool = True, prefill_times: int = 0) -> Dict[str, Any]:
     """Replay the corpora fact by fact, this checkout and ``baseline`` alternating; count statements per fact."""
     data = load_corpora(corpora)
     n_facts = sum(len(f) for _, f in data.values())
-    result: Dict[str, Any] = {"baseline": baseline, "rounds": rounds, "corpora": len(data), "facts": n_facts}
+    result: Dict[str, Any] = {"baseline": baseline, "rounds": rounds, "corpora": len(data), "facts": n_facts,
+                              "prefill": prefill_times}
     with _server(dsn, fsync) as admin, tempfile.TemporaryDirectory() as tmp:
         sides = {"current": None}
         if baseline:
@@ -181,6 +194,9 @@ def measure_per_fact(dsn: Optional[str] = None, baseline: Optional[str] = BASELI
             sides["baseline"] = Path(tmp) / "src"
         targets = {side: _install(admin, f"er_per_fact_{side}", src) for side, src in sides.items()}
         try:
+            if prefill_times:
+                for t in targets.values():
+                    prefill(t, data, prefill_times)
             seconds = {side: [] for side in sides}
             conns = {side: _connect(t) for side, t in targets.items()}
             try:
@@ -246,9 +262,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--baseline", default=BASELINE, help="git ref to compare with ('' for none)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-fsync", action="store_true", help="private cluster only: fsync off")
+    parser.add_argument("--prefill", type=int, default=0, metavar="N",
+                        help="first replay the corpora N times into each database (untimed) and ANALYZE it")
     args = parser.parse_args(argv)
     print(json.dumps(measure_per_fact(args.dsn, args.baseline or None, args.rounds,
-                                      fsync=not args.no_fsync), indent=2))
+                                      fsync=not args.no_fsync, prefill_times=args.prefill), indent=2))
     return 0
 
 

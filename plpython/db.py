@@ -32,6 +32,13 @@ SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension A
 """
 
 
+# The resolver's own statements may run with generic plans for the length of
+# a call (sql/040_write_path.sql, _generic_plans_begin, explains when). These
+# two are bookkeeping around the call, not its work: they are not counted.
+SQL_GENERIC_PLANS_BEGIN = "SELECT _generic_plans_begin() AS previous"
+SQL_GENERIC_PLANS_END = "SELECT set_config('plan_cache_mode', $1, TRUE)"
+
+
 def start_call():
     """Start counting the statements of a new call."""
     _COUNTER["statements"] = 0
@@ -42,9 +49,10 @@ def last_call_statements():
     return _COUNTER["statements"]
 
 
-def execute(plpy, plan, args=None):
-    """Execute a prepared plan (or query text), counting it."""
-    _COUNTER["statements"] += 1
+def execute(plpy, plan, args=None, counted=True):
+    """Execute a prepared plan (or query text), counting it unless told not to."""
+    if counted:
+        _COUNTER["statements"] += 1
     if args is None:
         return plpy.execute(plan)
     return plpy.execute(plan, args)
@@ -73,6 +81,24 @@ def plan(plpy, name, query, types):
 def run(plpy, name, query, types, args):
     """Prepare (once) and execute a statement; return its rows."""
     return execute(plpy, plan(plpy, name, query, types), args)
+
+
+@contextmanager
+def generic_plans(plpy):
+    """Run the block with generic plans when entity_resolver.generic_plans allows it.
+
+    The caller's plan_cache_mode is restored on every way out, an error
+    included (a rolled-back subtransaction undoes the switch by itself, but an
+    error the caller catches in PL/Python would not).
+    """
+    begin = plan(plpy, "generic_plans_begin", SQL_GENERIC_PLANS_BEGIN, [])
+    previous = execute(plpy, begin, [], counted=False)[0]["previous"]
+    try:
+        yield
+    finally:
+        if previous is not None:
+            end = plan(plpy, "generic_plans_end", SQL_GENERIC_PLANS_END, ["text"])
+            execute(plpy, end, [previous], counted=False)
 
 
 @contextmanager

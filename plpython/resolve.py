@@ -277,6 +277,12 @@ def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, w
     """
     if count_from_here:
         db.start_call()
+    with db.generic_plans(plpy):
+        return _resolve_call(plpy, bank_id, facts, default_event_date, write, argument)
+
+
+def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, write: bool,
+                  argument: str) -> List[List[Outcome]]:
     items = [it for f in facts for it in f.items]
     if not items:
         banks.check_bank(plpy, bank_id, argument)

@@ -551,6 +551,106 @@ COMMENT ON FUNCTION {{ schema }}.flush_stats(text) IS
 '0: no bound); safe to run from many sessions at once. Returns rows updated.';
 
 -- ---------------------------------------------------------------------------
+-- Generic plans (entity_resolver.generic_plans)
+-- ---------------------------------------------------------------------------
+-- A write runs each of its statements once or twice; left to choose
+-- (plan_cache_mode = auto), PostgreSQL plans some of them afresh at every
+-- execution (0.05-0.15 ms each, as much as running them). A generic plan is
+-- built once a session, from the statistics the tables have at that moment,
+-- and kept until they are next analysed: built on a new database's empty,
+-- never-analysed tables it stays bad until autovacuum's first ANALYZE. So the
+-- resolver switches to generic plans itself, for its own statements only, and
+-- (setting auto, the default) only once entities and mentions have been
+-- analysed at a meaningful size. Every probe orders its rows totally, so the
+-- plans cannot change a decision. Never distributed: Citus cannot plan a
+-- statement generically when its parameters pick the shard.
+
+-- Whether entities and mentions have statistics worth a generic plan: both
+-- analysed (by ANALYZE or autovacuum) when they held at least 1000 rows.
+-- Checked once every 10 seconds a session, the answer kept in a session
+-- setting ("<ready>:<epoch of the next check>"), so a call reads a setting,
+-- not the catalog; a new database's first ANALYZE is noticed within 10 s.
+CREATE OR REPLACE FUNCTION {{ internal }}._statistics_ready()
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    cached text := coalesce(current_setting('entity_resolver.plan_statistics_{{ code_version }}', TRUE), '');
+    now_epoch double precision := extract(EPOCH FROM clock_timestamp());
+    ready boolean;
+    ignored text;
+BEGIN
+    IF cached <> '' AND split_part(cached, ':', 2)::double precision > now_epoch THEN
+        RETURN split_part(cached, ':', 1) = 't';
+    END IF;
+    SELECT count(*) = 2 INTO ready
+    FROM pg_class AS c
+    WHERE
+        c.oid IN ('entities'::regclass, 'mentions'::regclass)
+        AND c.reltuples >= 1000
+        AND coalesce(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) IS NOT NULL;
+    ignored := set_config(
+        'entity_resolver.plan_statistics_{{ code_version }}',
+        CASE WHEN ready THEN 't' ELSE 'f' END || ':' || (now_epoch + 10)::text,
+        FALSE
+    );
+    RETURN ready;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._statistics_ready() IS
+'Internal: whether entities and mentions were analysed at 1000 rows or more (checked every 10 s a session).';
+
+-- entity_resolver.generic_plans: auto (the default) switches to generic plans
+-- once the statistics are ready and the session's plan_cache_mode is auto (a
+-- value an operator chose is kept); on switches whatever the statistics; off
+-- never. Called at the start of a resolver call (plpython/db.py) and of the
+-- flush at commit; returns the plan_cache_mode to restore at their end, NULL
+-- when it was left alone. The switch is transaction-local (a rollback undoes
+-- it) and the callers restore the value on every path out.
+CREATE OR REPLACE FUNCTION {{ internal }}._generic_plans_begin()
+RETURNS text
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    wanted text := lower(btrim(coalesce(current_setting('entity_resolver.generic_plans', TRUE), '')));
+    previous text := current_setting('plan_cache_mode');
+    ignored text;
+BEGIN
+    IF wanted IN ('', 'auto') THEN
+        wanted := 'auto';
+    ELSIF wanted IN ('on', 'true', 'yes', '1') THEN
+        wanted := 'on';
+    ELSIF wanted IN ('off', 'false', 'no', '0') THEN
+        wanted := 'off';
+    ELSE
+        RAISE EXCEPTION 'entity_resolver.generic_plans: must be auto, on or off, got %', quote_literal(wanted)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF {{ distributed }} OR wanted = 'off' OR previous = 'force_generic_plan' THEN
+        RETURN NULL;
+    END IF;
+    IF wanted = 'auto' AND (previous <> 'auto' OR NOT _statistics_ready()) THEN
+        RETURN NULL;
+    END IF;
+    -- An assignment, not PERFORM: PL/pgSQL evaluates it without running a
+    -- statement (this runs twice a fact).
+    ignored := set_config('plan_cache_mode', 'force_generic_plan', TRUE);
+    RETURN previous;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._generic_plans_begin() IS
+'Internal: switch this transaction to generic plans when entity_resolver.generic_plans allows it; '
+'returns the plan_cache_mode to restore (NULL: unchanged).';
+
+-- ---------------------------------------------------------------------------
 -- Flush at commit
 -- ---------------------------------------------------------------------------
 -- A constraint trigger is FOR EACH ROW; fired once per queued row it would
@@ -598,6 +698,9 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
+DECLARE
+    previous text;
+    ignored text;
 BEGIN
     -- Statistics queued after this point (SET CONSTRAINTS ... IMMEDIATE
     -- fires this before commit) request a flush of their own.
@@ -610,7 +713,14 @@ BEGIN
             current_setting('transaction_isolation');
         RETURN NULL;
     END IF;
+    -- The flush runs after the resolver's call has restored the caller's
+    -- plan_cache_mode: it switches for itself. An error aborts the
+    -- (sub)transaction, which undoes the switch with it.
+    previous := _generic_plans_begin();
     PERFORM _flush_queue(NULL, TRUE);
+    IF previous IS NOT NULL THEN
+        ignored := set_config('plan_cache_mode', previous, TRUE);
+    END IF;
     RETURN NULL;
 END;
 $$;

@@ -214,3 +214,25 @@ def test_rebuild_stats_runs_on_the_banks_node(distributed, two_banks):
     assert rebuild_differences(distributed, bank) == 0
     assert distributed.execute(f"SELECT ({SCHEMA}.rebuild_stats(%s, false) ->> 'differences')::int",
                                (bank,)).fetchone()[0] == 0
+
+
+def test_generic_plans_on_is_ignored_distributed(distributed, two_banks):
+    # Citus cannot plan a statement generically when its parameters pick the
+    # shard: a distributed installation leaves plan_cache_mode alone even when
+    # told to switch, on the coordinator and (SET LOCAL propagated) the workers.
+    distributed.execute("SET citus.propagate_set_commands = 'local'")
+    a, b = two_banks
+    with distributed.transaction():
+        distributed.execute("SET LOCAL entity_resolver.generic_plans = on")
+        for _ in range(2):
+            distributed.execute(
+                f"INSERT INTO {SCHEMA}.facts (bank_id, mentions) SELECT * FROM unnest(%s::text[], %s::jsonb[])",
+                ([a, b, a], [json.dumps(["Alex Morgan", "Acme"]), json.dumps(["Alex Morgan"]),
+                             json.dumps(["alex morgan", "Oslo"])]))
+            resolve(distributed, a, ["Alex Morgan", "Oslo"])
+            distributed.execute(f"SELECT * FROM {SCHEMA}.lookup_mention(%s, 'Alex Morgan')", (b,))
+        assert distributed.execute("SELECT current_setting('plan_cache_mode')").fetchone()[0] == "auto"
+    assert entities(distributed, a) == [("Acme", 2), ("Alex Morgan", 6), ("Oslo", 4)]
+    assert entities(distributed, b) == [("Alex Morgan", 2)]
+    for bank in two_banks:
+        assert stats_differences(distributed, bank) == EXACT
