@@ -233,13 +233,17 @@ def measure_per_fact(dsn: Optional[str] = None, baseline: Optional[str] = BASELI
 
 def markdown(result: Dict[str, Any]) -> str:
     """The per-fact section of docs/benchmarks.md."""
+    where = ("databases of one server" if not result.get("prefill") else
+             f"databases of one server that already hold the corpora (replayed {result['prefill']}x, then "
+             "VACUUM ANALYZE)")
     lines = [
-        "## Fact by fact: one INSERT, one transaction per fact",
+        "## Fact by fact: one INSERT, one transaction per fact" + (", in a database with data"
+                                                                   if result.get("prefill") else ""),
         "",
         f"The committed corpora ({result['facts']:,} facts in {result['corpora']} banks) replayed as "
         "`entity-resolver eval` does: one `INSERT INTO facts` per fact, autocommit, statistics flushed at "
-        f"commit; this version and {result['baseline']} (before issue 16's per-fact work) in two databases of "
-        f"one server, alternating corpus by corpus, {result['rounds']} rounds (median). Statements per fact: "
+        f"commit; this version and {result['baseline']} (before issue 16's per-fact work) in two {where}, "
+        f"alternating corpus by corpus, {result['rounds']} rounds (median). Statements per fact: "
         "every level counted by pg_stat_statements (`track = all`: the INSERT, the trigger, the resolver, the "
         f"write path, the flush at commit), replaying the {COUNTED} corpus.",
         "",
