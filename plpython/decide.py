@@ -103,11 +103,12 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 # and whose context names a partner of that entity is that entity, though its
 # score misses the threshold: the reference needs recency or most of the
 # context on top of a spelling that is not exact, and a record seen again
-# months later with one letter off has neither. 0.8 is about one edit in ten
-# letters. The context bar (the co-occurrence signal) is one of three nearby
-# names a partner seen with at most 4 entities, or the only nearby name a
-# partner of at most 44: lower than MIN_CONTEXT because the spelling is
-# evidence too, which a bare name lacks; a hub next to everyone is not enough.
+# months later with one letter off has neither. 0.8 allows about one edit
+# per five letters (one substitution in a ten-letter name gives 0.9). The
+# context bar (the co-occurrence signal) is one of three nearby names a
+# partner seen with at most 4 entities, or the only nearby name a partner of
+# at most 44: lower than MIN_CONTEXT because the spelling is evidence too,
+# which a bare name lacks; a hub next to everyone is not enough.
 MISSPELT_NAME = 0.8
 MISSPELT_CONTEXT = 0.15
 
