@@ -121,8 +121,7 @@ def _misspelt(scored: List[Evaluation], best: Optional[Evaluation]) -> Tuple[Opt
     their own levers.
     """
     close = [ev for ev in scored
-             if ev.candidate.how is None and ev.decision == BELOW_THRESHOLD
-             and round(ev.name_similarity, PRECISION) >= MISSPELT_NAME
+             if ev.candidate.how is None and round(ev.name_similarity, PRECISION) >= MISSPELT_NAME
              and round(ev.cooccurrence, PRECISION) >= MISSPELT_CONTEXT]
     for ev in close:
         ev.lever = "misspellings"
