@@ -47,7 +47,13 @@ def probe_statement(conn: psycopg.Connection) -> str:
         raise RuntimeError("SQL_CANDIDATES not found in the installed probe module")
     trgm = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
                         ).fetchone()[0]
-    text = text.replace("@trgm@", trgm).replace("%", "%%")
+    # The schema of the trigram index's operator class (migration 0012), as db.py reads it.
+    row = conn.execute("SELECT o.opcnamespace::regnamespace::text FROM pg_index AS i"
+                       " JOIN pg_opclass AS o ON i.indclass[1] = o.oid"
+                       " WHERE i.indexrelid = to_regclass(%s)", (f"{SCHEMA}.entities_name_trgm_idx",)).fetchone()
+    sim = row[0] if row and row[0] else trgm
+    text = text.replace("@trgm@", trgm).replace("@sim@", sim).replace("folded(", f"{SCHEMA}_internal.folded(")
+    text = text.replace("%", "%%")
     text = re.sub(r"\$(\d+)", lambda m: f"%(p{m.group(1)})s", text)
     return f"SELECT count(*) FROM ({text}) AS probe"
 

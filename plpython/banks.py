@@ -27,8 +27,9 @@ class Bank(NamedTuple):
     # This transaction queued statistics for the bank that are not applied
     # yet: resolution must count them, as it would once they are.
     pending: bool = False
-    # Row-level security applies to the caller (a bank-bound role): the
-    # trigram index cannot answer a probe, so none is narrowed (candidates.py).
+    # Row-level security applies to the caller (a bank-bound role): without
+    # LEAKPROOF trigram operators the index cannot answer a probe, so none is
+    # narrowed (candidates.py).
     isolated: bool = False
 
 

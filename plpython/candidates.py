@@ -12,6 +12,7 @@ found, merged per entity in probe order.
 import dataclasses
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
+import db
 import memory
 import names as names_mod
 import probe
@@ -86,7 +87,8 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     # An alias names its entity exactly: no fuzzy probe for it.
     fuzzy = [k for k in regular_keys if probe.alias_hit(hits, k) is None]
     probed_forms = {f for k in fuzzy for f in forms[k].probed}
-    narrow = [] if bank.isolated else _narrow_keys(fuzzy, forms, probed_forms, hits, cfg)
+    narrow = [] if bank.isolated and not db.leakproof_probe(plpy) else _narrow_keys(fuzzy, forms, probed_forms,
+                                                                                    hits, cfg)
     by_key, identical, names = probe.candidates_and_identical(
         plpy, bank.id, sorted((set(fuzzy) - set(narrow)) | probed_forms), narrow, cfg["max_candidates"])
     unsettled = []
@@ -120,9 +122,10 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
 # similarity threshold reads all of them; the entities the call creates merge
 # into them in probe order as into the full list. A key none of whose
 # identical rows passes (for a type it is resolved with) is probed in full
-# after. Under row-level security (a bank-bound role) no key is narrowed: the
-# policies keep the index from answering either probe, and the identical one
-# would cost every row of the bank again.
+# after. Under row-level security (a bank-bound role) the index answers both
+# probes only through LEAKPROOF operators (migration 0012); where it cannot
+# (Citus keeps pg_trgm's) no key is narrowed, since the identical probe would
+# cost every row of the bank again.
 
 
 def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[str], hits, cfg) -> List[str]:

@@ -19,10 +19,16 @@ _COUNTER = {"statements": 0}
 # of entities.canonical_name, which mention texts are lowered with. In a
 # database whose LC_CTYPE is C the installer gives the column the C.UTF-8
 # collation so that lower() folds 'İ' on the stored side; the probing side
-# must fold with the same collation, not the database's.
+# must fold with the same collation, not the database's. @sim@ is the schema
+# of the operator class of the trigram index (migration 0012): ours, whose %
+# and %>> are LEAKPROOF so that row-level security lets a bank-bound role's
+# probe use the index; pg_trgm's on Citus, whose workers cannot have ours.
 SQL_CATALOG_TOKENS = """
 SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension AS e
          WHERE e.extname = 'pg_trgm') AS trgm,
+       (SELECT o.opcnamespace::regnamespace::text FROM pg_catalog.pg_index AS i
+         INNER JOIN pg_catalog.pg_opclass AS o ON i.indclass[1] = o.oid
+         WHERE i.indexrelid = to_regclass('entities_name_trgm_idx')) AS trgm_ops,
        (SELECT CASE WHEN a.attcollation = 100 THEN '"default"'
                     ELSE quote_ident(n.nspname) || '.' || quote_ident(c.collname) END
           FROM pg_catalog.pg_attribute AS a
@@ -62,9 +68,15 @@ def _tokens(plpy):
     tokens = _PLANS.get("@tokens@")
     if tokens is None:
         row = execute(plpy, SQL_CATALOG_TOKENS)[0]
-        tokens = {"@trgm@": row["trgm"], "@collate@": row["name_collation"]}
+        tokens = {"@trgm@": row["trgm"], "@collate@": row["name_collation"], "@sim@": row["trgm_ops"] or row["trgm"]}
         _PLANS["@tokens@"] = tokens
     return tokens
+
+
+def leakproof_probe(plpy):
+    """Whether the trigram probe's operators are LEAKPROOF (row-level security lets them use the index)."""
+    tokens = _tokens(plpy)
+    return tokens["@sim@"] != tokens["@trgm@"]
 
 
 def plan(plpy, name, query, types):

@@ -1,6 +1,9 @@
 """Finding what a mention could be: exact names and aliases, trigram candidates, their context.
 
-Every comparison folds case with PostgreSQL's lower() on both sides. One
+Every comparison folds case with PostgreSQL's lower() on both sides: on the
+bank's side as folded() (lower() declared LEAKPROOF, migration 0012), and the
+trigram probe uses the operators of the trigram index's operator class
+(@sim@), so that a bank-bound role's look-ups use the indexes too. One
 statement serves a whole call: the exact look-up takes every key, the probe
 every distinct key. The context statement (partners and degrees) runs per fact,
 for the candidates that survived the screen.
@@ -37,7 +40,7 @@ SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.ent
        'name' AS via, lower(e.canonical_name) AS lname, 1::bigint AS n,
        extract(EPOCH FROM e.last_seen)::float8 AS last_seen
   FROM entities AS e
- WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($2::text[])
+ WHERE e.bank_id = $1 AND folded(e.canonical_name) = ANY($2::text[])
 UNION ALL
 SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'alias' AS via,
        lower(e.canonical_name) AS lname, 1 AS n, NULL AS last_seen
@@ -57,7 +60,7 @@ SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 
   FROM (SELECT lower(m.mention COLLATE @collate@) AS key, min(m.entity_id::text) AS id,
                count(DISTINCT m.entity_id) AS n
           FROM mentions AS m
-         WHERE m.bank_id = $1 AND lower(m.mention COLLATE @collate@) = ANY($4::text[])
+         WHERE m.bank_id = $1 AND folded(m.mention COLLATE @collate@) = ANY($4::text[])
            AND m.decision = 'resolved' AND m.score >= $5
          GROUP BY lower(m.mention COLLATE @collate@)) AS r
   INNER JOIN entities AS e ON e.bank_id = $1 AND e.id = r.id::uuid
@@ -81,7 +84,7 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
          FROM entities AS e
         WHERE e.bank_id = $1
           AND e.entity_kind <> 'label'
-          AND lower(e.canonical_name) OPERATOR (@trgm@.%) q.m
+          AND folded(e.canonical_name) OPERATOR (@sim@.%) q.m
         ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
         LIMIT $3
        ) AS c
@@ -104,7 +107,7 @@ _IDENTICAL_ROWS = """
          FROM entities AS e
         WHERE q.narrow AND e.bank_id = $1
           AND e.entity_kind <> 'label'
-          AND q.m OPERATOR (@trgm@.<<%) lower(e.canonical_name)
+          AND folded(e.canonical_name) OPERATOR (@sim@.%>>) q.m
           AND @trgm@.similarity(lower(e.canonical_name), q.m) >= 1
         ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
         LIMIT $3)
@@ -126,7 +129,7 @@ SQL_EXPLAIN_CANDIDATES = """
         extract(EPOCH FROM e.last_seen)::float8 AS last_seen, FALSE AS is_label, e.entity_type
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind <> 'label'
-    AND lower(e.canonical_name) OPERATOR (@trgm@.%) $2
+    AND folded(e.canonical_name) OPERATOR (@sim@.%) $2
   ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
   LIMIT $3)
 UNION ALL
@@ -135,7 +138,7 @@ UNION ALL
         extract(EPOCH FROM e.last_seen)::float8 AS last_seen, TRUE AS is_label, e.entity_type
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind = 'label'
-    AND lower(e.canonical_name) OPERATOR (@trgm@.%) $2
+    AND folded(e.canonical_name) OPERATOR (@sim@.%) $2
   ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
   LIMIT $4)
 """
@@ -150,7 +153,7 @@ SQL_CONTEXT = """
 WITH near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
+     WHERE e.bank_id = $1 AND folded(e.canonical_name) = ANY($3::text[])
 )
 
 SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
@@ -176,13 +179,13 @@ SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
 _NEAR_BY_NAME = """near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
+     WHERE e.bank_id = $1 AND folded(e.canonical_name) = ANY($3::text[])
 )"""
 # context_by_entity: a nearby name reaches its entity through an alias too.
 _NEAR_BY_NAME_OR_ALIAS = """near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
+     WHERE e.bank_id = $1 AND folded(e.canonical_name) = ANY($3::text[])
     UNION
     SELECT a.entity_id AS id, lower(a.alias) AS name
       FROM entity_aliases AS a
@@ -201,7 +204,7 @@ WITH pend AS (
 near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM entities AS e
-     WHERE e.bank_id = $1 AND lower(e.canonical_name) = ANY($3::text[])
+     WHERE e.bank_id = $1 AND folded(e.canonical_name) = ANY($3::text[])
 ),
 
 touching AS (

@@ -32,7 +32,7 @@ RETURNING id::text AS id
 SQL_TAKEN = """
 SELECT id::text AS id, lower(canonical_name) AS key, coalesce(entity_type, '') AS type
   FROM entities
- WHERE bank_id = $1 AND lower(canonical_name) = ANY($2::text[])
+ WHERE bank_id = $1 AND folded(canonical_name) = ANY($2::text[])
 """
 
 SQL_WRITE = """

@@ -32,7 +32,8 @@ become the jinja variables the sql/ files use for the same values, which the
 repository's .sqlfluff renders: ``@trgm@`` (pg_trgm's schema) is
 ``{{ trgm_schema }}`` (rendered ``public``), ``@collate@`` (entities.
 canonical_name's collation) is ``{{ name_collation }}`` (rendered
-``pg_catalog."default"``). Templated, because sqlfluff's postgres dialect
+``pg_catalog."default"``), ``@sim@`` (the trigram index's operator class schema) is
+``{{ internal }}``. Templated, because sqlfluff's postgres dialect
 reads COLLATE's operand as a column reference (RF01/RF02/RF03 would flag every
 collation) and ignores violations in templated text, as it does in sql/.
 Parameters ($1, $2, ...) stay: the postgres dialect reads them.
@@ -58,7 +59,7 @@ CONFIG = REPO / "scripts" / "sql_in_python.sqlfluff"
 PREFIX = "SQL_"
 # The catalog tokens db.plan() replaces, as the jinja variables sql/ uses for
 # the same values (rendered by .sqlfluff's [sqlfluff:templater:jinja:context]).
-TOKENS = {"@trgm@": "{{ trgm_schema }}", "@collate@": "{{ name_collation }}"}
+TOKENS = {"@trgm@": "{{ trgm_schema }}", "@collate@": "{{ name_collation }}", "@sim@": "{{ internal }}"}
 # printf conversions: %% is a literal percent sign; %d an integer (stand-in 0).
 _CONVERSION = re.compile(r"%(?:%|[-#0 +]*\d*(?:\.\d+)?([a-zA-Z]))")
 INT_STAND_IN = 0

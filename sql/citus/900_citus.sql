@@ -182,6 +182,27 @@ DECLARE
     reference text[] := '{}';
     functions text[] := '{}';
 BEGIN
+    -- A single-node installation being distributed: its trigram index uses
+    -- our operator class (migration 0012), which Citus cannot give its
+    -- workers; pg_trgm's takes its place, and our operators go.
+    IF EXISTS (
+        SELECT 1
+        FROM pg_index AS i
+        INNER JOIN pg_opclass AS o ON i.indclass[1] = o.oid
+        WHERE
+            i.indexrelid = to_regclass(format('%I.entities_name_trgm_idx', s))
+            AND o.opcnamespace = internal::regnamespace
+    ) THEN
+        DROP INDEX {{ schema }}.entities_name_trgm_idx;
+        CREATE INDEX entities_name_trgm_idx
+        ON {{ schema }}.entities
+        USING gin (bank_id, {{ internal }}.folded(canonical_name) {{ trgm_schema }}.gin_trgm_ops)
+        WITH (fastupdate = FALSE)
+        WHERE entity_kind <> 'label';
+        DROP OPERATOR FAMILY {{ internal }}.trgm_ops USING gin;
+        DROP OPERATOR {{ internal }}.% (text, text);
+        DROP OPERATOR {{ internal }}.%>> (text, text);
+    END IF;
     -- Tenant tables (those with a bank_id) by bank_id, all in the colocation
     -- group of banks, each after the tables its foreign keys reference.
     IF NOT EXISTS (SELECT 1 FROM pg_dist_partition AS d WHERE d.logicalrelid = anchor) THEN

@@ -104,8 +104,13 @@ def test_unique_lower_name_pair_check_and_trigram_index_exist(empty_db):
     unique = [d for d in indexes.values() if "UNIQUE" in d and "lower(canonical_name)" in d]
     # one name per bank and type (an untyped entity is its own type)
     assert unique and "(bank_id, lower(canonical_name), COALESCE(entity_type, ''::text))" in unique[0]
-    trgm = [d for d in indexes.values() if "gin_trgm_ops" in d]
-    assert trgm and "lower(canonical_name)" in trgm[0] and "WHERE (entity_kind <> 'label'::text)" in trgm[0]
+    # The trigram index: our operator class over folded() (migration 0012), the
+    # look-ups by folded name and the alias memory's by folded mention.
+    trgm = indexes["entities_name_trgm_idx"]
+    assert "gin (bank_id, entity_resolver_internal.folded(canonical_name) entity_resolver_internal.trgm_ops)" in trgm
+    assert "WHERE (entity_kind <> 'label'::text)" in trgm
+    assert "(bank_id, entity_resolver_internal.folded(canonical_name))" in indexes["entities_folded_name_idx"]
+    assert "entity_resolver_internal.folded(" in indexes["mentions_memory_idx"]
     assert any("(bank_id, entity_id, unit_id)" in d for d in indexes.values()), "entity -> units lookup"
     assert any("(bank_id, entity_id_2, entity_id_1)" in d for d in indexes.values()), "reverse pair lookup"
     checks = [r[0] for r in conn.execute(

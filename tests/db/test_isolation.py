@@ -320,8 +320,9 @@ def test_the_usage_role_pays_nothing_for_isolation(banks, roles, connect_as):
     app = connect_as(roles("entity_resolver_user"))
     queries = [
         f"SELECT id FROM {ER}.entities WHERE bank_id = 'A' AND lower(canonical_name) = 'acme'",
+        f"SELECT id FROM {ER}.entities WHERE bank_id = 'A' AND {IN}.folded(canonical_name) = 'acme'",
         f"SELECT id FROM {ER}.entities WHERE bank_id = 'A' AND entity_kind <> 'label'"
-        " AND lower(canonical_name) OPERATOR(public.%) 'acme'",
+        f" AND {IN}.folded(canonical_name) OPERATOR({IN}.%) 'acme'",
     ]
     for c in (app, banks):
         c.execute("SET enable_seqscan = off")

@@ -35,7 +35,8 @@ def test_every_sql_constant_of_plpython_gets_its_file(tmp_path):
     candidates = (tmp_path / "probe__SQL_CANDIDATES.sql").read_text()
     assert candidates.startswith("-- plpython/probe.py:")
     assert "FROM entities AS e" in candidates
-    assert "OPERATOR ({{ trgm_schema }}.%)" in candidates
+    assert "OPERATOR ({{ internal }}.%)" in candidates
+    assert "{{ trgm_schema }}.similarity(" in candidates
 
 
 @pytest.mark.parametrize("module", sorted({m for m, _ in declared_constants()}))

@@ -1,0 +1,156 @@
+"""A bank-bound role's resolver statements use the indexes the owner's use (issue 16, item 3).
+
+Row-level security lets a condition be an index condition only when every
+function in it is LEAKPROOF. lower() and pg_trgm's operators are not, so
+before migration 0012 a bound role's look-ups read every row of its bank.
+The resolver now compares folded() (lower() declared LEAKPROOF) and probes
+with LEAKPROOF copies of pg_trgm's operators. Here: the plans of the
+resolver's statements for a bound role against the owner's, the same answers,
+and the LEAKPROOF functions equal to what they stand for. The speed is
+measured by bench.banks.measure_roles (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from psycopg import sql
+
+from bench import workloads
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
+import db as er_db  # noqa: E402  (the resolver's own modules, as the unit tests import them)
+import probe  # noqa: E402
+
+ER = "entity_resolver"
+IN = "entity_resolver_internal"
+SIZE = 20000
+
+
+@pytest.fixture
+def team(conn):
+    """Bank "team" of SIZE entities with its graph, some resolved mentions, analysed; a role bound to it."""
+    conn.execute(f"SET search_path = {ER}, {IN}, pg_catalog")
+    bank = workloads.build_bank(conn, SIZE, seed=3, bank_id="team")
+    facts = [[bank.names[i], bank.names[i + 1]] for i in range(0, 60, 2)]
+    conn.execute(f"INSERT INTO {ER}.facts (bank_id, content, mentions)"
+                 " SELECT 'team', 'fact', m FROM jsonb_array_elements(%s::jsonb) AS m", (json.dumps(facts),))
+    # A provenance the size of the bank (what resolving would leave), so that
+    # reading it whole is not the cheapest plan.
+    conn.execute(f"INSERT INTO {ER}.mentions (bank_id, unit_id, ordinal, mention, entity_id, decision, score)"
+                 f" SELECT bank_id, gen_random_uuid(), 1, canonical_name, id, 'resolved', 1 FROM {ER}.entities"
+                 " WHERE bank_id = 'team'")
+    conn.execute("ANALYZE")
+    role = f"er_cost_{uuid.uuid4().hex[:10]}"
+    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    conn.execute(f"SELECT {ER}.grant_bank_access('team', %s)", (role,))
+    bound = psycopg.connect(host=conn.info.host, port=conn.info.port, user=role, dbname=conn.info.dbname,
+                            autocommit=True)
+    yield bank, bound
+    bound.close()
+    conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+    conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def _rendered(conn, query: str) -> str:
+    """A resolver statement with the catalog tokens db.plan() substitutes."""
+    conn.execute(f"SET search_path = {ER}, {IN}, pg_catalog")
+    row = conn.execute(er_db.SQL_CATALOG_TOKENS).fetchone()
+    trgm, sim, collate = row[0], row[1] or row[0], row[2]
+    return query.replace("@trgm@", trgm).replace("@sim@", sim).replace("@collate@", collate)
+
+
+def _indexes(conn, name: str, query: str, types: list[str], args: list) -> set[str]:
+    """The indexes a statement's plan (custom, as PL/Python's first calls) reads, for this session's role."""
+    conn.execute(f"SET search_path = {ER}, {IN}, pg_catalog")
+    conn.execute("SET pg_trgm.similarity_threshold = 0.3")
+    conn.execute("SET pg_trgm.strict_word_similarity_threshold = 1")
+    conn.execute("SET plan_cache_mode = force_custom_plan")
+    conn.execute(f"PREPARE {name} ({', '.join(types)}) AS {_rendered(conn, query)}")
+    cur = psycopg.ClientCursor(conn)
+    placeholders = ", ".join(["%s"] * len(args))
+    cur.execute(f"EXPLAIN (FORMAT JSON) EXECUTE {name} ({placeholders})", args)
+    plan = cur.fetchone()[0][0]["Plan"]
+    conn.execute(f"DEALLOCATE {name}")
+    found = set()
+
+    def walk(node):
+        # Ours only: the policy's own look-ups (bank_roles, pg_authid) are the bound role's alone.
+        if node.get("Index Name", "").startswith(("entities", "mentions")):
+            found.add(node["Index Name"])
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan)
+    return found
+
+
+def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team):
+    bank, bound = team
+    keys = sorted({n.lower() for n in bank.names[:30]} | {"the team", "ticket 7"})
+    ids = [r[0] for r in conn.execute("SELECT id::text FROM entity_resolver.entities WHERE bank_id = 'team'"
+                                      " ORDER BY id LIMIT 5")]
+    statements = {
+        "probe": (probe.SQL_PROBE, ["text", "text[]", "int", "boolean[]"],
+                  ["team", keys + keys[:5], 200, [False] * len(keys) + [True] * 5],
+                  {"entities_name_trgm_idx"}),
+        "exact_memory": (probe.SQL_EXACT_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
+                         ["team", keys, keys, keys, 0.8], {"entities_folded_name_idx", "mentions_memory_idx"}),
+        "context": (probe.SQL_CONTEXT, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
+                    ["team", ids, keys, ids[:2], ids[2:4]], {"entities_folded_name_idx"}),
+    }
+    for name, (query, types, args, expected) in statements.items():
+        owner = _indexes(conn, name, query, types, args)
+        assert expected <= owner, (name, owner)
+        assert _indexes(bound, name, query, types, args) == owner, name
+
+
+def test_a_bound_role_resolves_and_explains_as_the_owner(conn, team):
+    bank, bound = team
+    mentions = [bank.names[3], bank.names[10].lower(), bank.names[70].split(" ")[0], "Somebody New",
+                bank.names[120] + "x"]
+    batch = json.dumps([{"text": m, "nearby": [bank.names[4]]} for m in mentions])
+
+    def answers(c):
+        c.execute(f"SET search_path = {ER}, pg_catalog")
+        with c.transaction(force_rollback=True):
+            rows = c.execute("SELECT to_jsonb(r) FROM resolve_mentions('team', %s::jsonb, %s) AS r ORDER BY r.ord",
+                             (batch, workloads.NOW)).fetchall()
+        resolved = [{k: (None if r[0]["created"] and k == "entity_id" else v) for k, v in r[0].items()}
+                    for r in rows]
+        explained = [c.execute("SELECT candidate_id, trigram_similarity, score, decision"
+                               " FROM explain_mention('team', %s, '{}', %s)", (m, workloads.NOW)).fetchall()
+                     for m in mentions]
+        return resolved, explained
+
+    owner = answers(conn)
+    assert any(r["created"] for r in owner[0]) and any(not r["created"] for r in owner[0])
+    assert sum(1 for rows in owner[1] if rows) >= 4
+    assert answers(bound) == owner
+
+
+TEXT = st.text(alphabet=st.sampled_from(list("abcdeéİıßSAN -'1") + ["Ж", "ж", "中"]), max_size=14)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(a=TEXT, b=TEXT, threshold=st.sampled_from(["0.3", "0.5", "1"]))
+def test_the_leakproof_functions_are_what_they_stand_for(conn, a, b, threshold):
+    trgm = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension"
+                        " WHERE extname = 'pg_trgm'").fetchone()[0]
+    conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false),"
+                 " set_config('pg_trgm.strict_word_similarity_threshold', %s, false)", (threshold, threshold))
+    row = conn.execute(
+        f"SELECT {IN}.folded(%(a)s) = lower(%(a)s),"
+        f" {IN}.folded(%(a)s COLLATE \"C\") = lower(%(a)s COLLATE \"C\"),"
+        f" %(a)s OPERATOR({IN}.%%) %(b)s = %(a)s OPERATOR({trgm}.%%) %(b)s,"
+        f" %(a)s OPERATOR({IN}.%%>>) %(b)s = %(a)s OPERATOR({trgm}.%%>>) %(b)s",
+        {"a": a, "b": b}).fetchone()
+    assert row == (True, True, True, True)
