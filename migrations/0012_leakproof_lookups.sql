@@ -12,7 +12,10 @@
 -- folding, with the caller's collation), and trgm_similar() and
 -- trgm_strict_word_similar() are pg_trgm's own C functions behind % and
 -- %>>, each declared LEAKPROOF: they compute a value from their arguments
--- and raise no error that depends on them (out of memory aside). The
+-- and raise no error that depends on them (out of memory aside). They run
+-- no SQL and look up no names, so they pin no search_path: the setting would
+-- protect nothing and cost a save and restore of it per call, per row of a
+-- probe (about 0.8 microseconds, +40 % on the operator). The
 -- resolver's look-ups compare folded(...) and probe with the operators of
 -- this schema, so the indexes below serve them under the policies too.
 --
@@ -29,7 +32,6 @@ IMMUTABLE
 STRICT
 PARALLEL SAFE
 LEAKPROOF
-SET search_path = {{ search_path }}
 AS 'lower';
 
 COMMENT ON FUNCTION {{ internal }}.folded(text) IS
@@ -42,7 +44,6 @@ STABLE
 STRICT
 PARALLEL SAFE
 LEAKPROOF
-SET search_path = {{ search_path }}
 AS '$libdir/pg_trgm', 'similarity_op';
 
 COMMENT ON FUNCTION {{ internal }}.trgm_similar(text, text) IS
@@ -55,7 +56,6 @@ STABLE
 STRICT
 PARALLEL SAFE
 LEAKPROOF
-SET search_path = {{ search_path }}
 AS '$libdir/pg_trgm', 'strict_word_similarity_commutator_op';
 
 COMMENT ON FUNCTION {{ internal }}.trgm_strict_word_similar(text, text) IS

@@ -187,4 +187,13 @@ def installed_objects(conn: psycopg.Connection) -> set[str]:
         SELECT pg_describe_object('pg_type'::regclass, t.oid, 0) FROM pg_type t
          WHERE t.typnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
            AND t.typrelid = 0 AND t.typelem = 0
+        UNION ALL
+        SELECT pg_describe_object('pg_operator'::regclass, o.oid, 0) FROM pg_operator o
+         WHERE o.oprnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
+        UNION ALL
+        SELECT pg_describe_object('pg_opclass'::regclass, o.oid, 0) FROM pg_opclass o
+         WHERE o.opcnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
+        UNION ALL
+        SELECT pg_describe_object('pg_opfamily'::regclass, o.oid, 0) FROM pg_opfamily o
+         WHERE o.opfnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
         """, {"s": [SCHEMA, INTERNAL]})}
