@@ -170,30 +170,22 @@ def config_dump_marks(conn: psycopg.Connection, extension: str = "entity_resolve
     return dict(zip(row[0], row[1]))
 
 
+# The catalogs whose objects live in a schema: (catalog, its schema column, a condition).
+_SCHEMA_OBJECTS = (
+    ("pg_class", "relnamespace", "relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')"),
+    ("pg_proc", "pronamespace", "TRUE"),
+    ("pg_type", "typnamespace", "typrelid = 0 AND typelem = 0"),
+    ("pg_operator", "oprnamespace", "TRUE"),
+    ("pg_opclass", "opcnamespace", "TRUE"),
+    ("pg_opfamily", "opfnamespace", "TRUE"),
+)
+
+
 def installed_objects(conn: psycopg.Connection) -> set[str]:
     """Every object of the installer's schemas (as pg_describe_object), for an installer-made database."""
-    return {r[0] for r in conn.execute(
-        """
-        SELECT pg_describe_object('pg_namespace'::regclass, n.oid, 0) FROM pg_namespace n
-         WHERE n.nspname = ANY(%(s)s)
-        UNION ALL
-        SELECT pg_describe_object('pg_class'::regclass, c.oid, 0) FROM pg_class c
-         WHERE c.relnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
-           AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
-        UNION ALL
-        SELECT pg_describe_object('pg_proc'::regclass, p.oid, 0) FROM pg_proc p
-         WHERE p.pronamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
-        UNION ALL
-        SELECT pg_describe_object('pg_type'::regclass, t.oid, 0) FROM pg_type t
-         WHERE t.typnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
-           AND t.typrelid = 0 AND t.typelem = 0
-        UNION ALL
-        SELECT pg_describe_object('pg_operator'::regclass, o.oid, 0) FROM pg_operator o
-         WHERE o.oprnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
-        UNION ALL
-        SELECT pg_describe_object('pg_opclass'::regclass, o.oid, 0) FROM pg_opclass o
-         WHERE o.opcnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
-        UNION ALL
-        SELECT pg_describe_object('pg_opfamily'::regclass, o.oid, 0) FROM pg_opfamily o
-         WHERE o.opfnamespace IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s))
-        """, {"s": [SCHEMA, INTERNAL]})}
+    query = " UNION ALL ".join(
+        ["SELECT pg_describe_object('pg_namespace'::regclass, oid, 0) FROM pg_namespace WHERE nspname = ANY(%(s)s)"]
+        + [f"SELECT pg_describe_object('{catalog}'::regclass, oid, 0) FROM {catalog}"
+           f" WHERE {column} IN (SELECT oid FROM pg_namespace WHERE nspname = ANY(%(s)s)) AND {condition}"
+           for catalog, column, condition in _SCHEMA_OBJECTS])
+    return {r[0] for r in conn.execute(query, {"s": [SCHEMA, INTERNAL]})}
