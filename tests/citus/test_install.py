@@ -205,11 +205,20 @@ def _workers_of(dsn: str) -> list[str]:
         return [f"host={info.host} port={p} user={info.user} dbname={info.dbname}" for p in ports]
 
 
+def trigram_operator_class(conn) -> str:
+    """The operator class of the trigram index's name column, schema-qualified."""
+    return conn.execute(
+        "SELECT o.opcnamespace::regnamespace::text || '.' || o.opcname FROM pg_index AS i"
+        " JOIN pg_opclass AS o ON i.indclass[1] = o.oid"
+        " WHERE i.indexrelid = 'entity_resolver.entities_name_trgm_idx'::regclass").fetchone()[0]
+
+
 def test_a_single_node_installation_is_distributed_in_place_with_its_data_and_bindings(citus, citus_dsn):
     role = f"er_conv_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(citus_dsn, autocommit=True) as conn:
         install(conn)  # single-node, on the coordinator: nothing distributed
         assert not is_distributed(conn)
+        assert trigram_operator_class(conn) == "entity_resolver_internal.trgm_ops"
         banks = [f"conv-{n}" for n in range(6)]
         before = {b: resolve(conn, b, ["Alex Morgan", "Acme"]) for b in banks}
         conn.execute(f'CREATE ROLE "{role}" LOGIN')
@@ -217,6 +226,10 @@ def test_a_single_node_installation_is_distributed_in_place_with_its_data_and_bi
             conn.execute("SELECT entity_resolver.grant_bank_access(%s, %s)", (banks[0], role))
             install(conn, distributed=True, shard_count=SHARD_COUNT)
             assert is_distributed(conn)
+            # Citus cannot give its workers our operator class (migration 0012): pg_trgm's replaces it.
+            assert trigram_operator_class(conn).endswith(".gin_trgm_ops")
+            assert conn.execute("SELECT count(*) FROM pg_opclass"
+                                " WHERE opcnamespace = 'entity_resolver_internal'::regnamespace").fetchone() == (0,)
             assert {worker_port_of(conn, b) for b in banks} == {w.port for w in citus.workers}
             for b in banks:
                 assert [(r[1], r[3]) for r in resolve(conn, b, ["alex morgan", "ACME"])] == \
