@@ -36,24 +36,26 @@ def _installed_source(conn: psycopg.Connection, module: str) -> str:
         (module,)).fetchone()[0]
 
 
+def _installed_constant(conn: psycopg.Connection, module: str, name: str) -> str:
+    """A module-level string constant of an installed resolver module."""
+    for node in ast.parse(_installed_source(conn, module)).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise RuntimeError(f"{name} not found in the installed {module} module")
+
+
 def probe_statement(conn: psycopg.Connection) -> str:
     """The resolver's installed SQL_CANDIDATES (probe.py), wrapped in count(*), with psycopg placeholders."""
-    tree = ast.parse(_installed_source(conn, "probe"))
-    text = None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SQL_CANDIDATES" for t in node.targets):
-            text = ast.literal_eval(node.value)
-    if text is None:
-        raise RuntimeError("SQL_CANDIDATES not found in the installed probe module")
-    trgm = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
-                        ).fetchone()[0]
-    # The schema of the trigram index's operator class (migration 0012), as db.py reads it.
-    row = conn.execute("SELECT o.opcnamespace::regnamespace::text FROM pg_index AS i"
-                       " JOIN pg_opclass AS o ON i.indclass[1] = o.oid"
-                       " WHERE i.indexrelid = to_regclass(%s)", (f"{SCHEMA}.entities_name_trgm_idx",)).fetchone()
-    sim = row[0] if row and row[0] else trgm
-    text = text.replace("@trgm@", trgm).replace("@sim@", sim).replace("folded(", f"{SCHEMA}_internal.folded(")
-    text = text.replace("%", "%%")
+    text = _installed_constant(conn, "probe", "SQL_CANDIDATES")
+    # The catalog tokens, read by the resolver's own statement (db.py) under the resolver's search_path.
+    previous = conn.execute("SELECT current_setting('search_path')").fetchone()
+    conn.execute("SELECT set_config('search_path', %s, false)", (f"{SCHEMA}, {SCHEMA}_internal, pg_catalog",))
+    try:
+        trgm, trgm_ops, collate = conn.execute(_installed_constant(conn, "db", "SQL_CATALOG_TOKENS")).fetchone()
+    finally:
+        conn.execute("SELECT set_config('search_path', %s, false)", previous)
+    text = text.replace("@trgm@", trgm).replace("@sim@", trgm_ops or trgm).replace("@collate@", collate)
+    text = text.replace("folded(", f"{SCHEMA}_internal.folded(").replace("%", "%%")
     text = re.sub(r"\$(\d+)", lambda m: f"%(p{m.group(1)})s", text)
     return f"SELECT count(*) FROM ({text}) AS probe"
 
