@@ -46,24 +46,26 @@ SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind,
        lower(e.canonical_name) AS lname, 1 AS n, NULL AS last_seen
   FROM entity_aliases AS a
  INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
- WHERE a.bank_id = $1 AND lower(a.alias) = ANY($3::text[])
+ WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
 """
 
 # alias_memory (decide.py, MEMORY_MIN_SCORE): the entities a form was resolved
 # to with confidence, from the provenance (so forgetting, merging and
-# splitting keep it true): one of them, and how many there are. A fragment
+# splitting keep it true): one of them, and how many there are. The id is
+# cast back to uuid inside the subquery: a cast in the join condition is not
+# LEAKPROOF, and a bank-bound role's join would then read the bank's entities. A fragment
 # (not an SQL_ statement): SQL_EXACT_MEMORY is SQL_EXACT followed by it.
 _UNION_MEMORY = """
 UNION ALL
 SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'memory' AS via,
        lower(e.canonical_name) AS lname, r.n, NULL AS last_seen
-  FROM (SELECT lower(m.mention COLLATE @collate@) AS key, min(m.entity_id::text) AS id,
+  FROM (SELECT lower(m.mention COLLATE @collate@) AS key, min(m.entity_id::text)::uuid AS id,
                count(DISTINCT m.entity_id) AS n
           FROM mentions AS m
          WHERE m.bank_id = $1 AND folded(m.mention COLLATE @collate@) = ANY($4::text[])
            AND m.decision = 'resolved' AND m.score >= $5
          GROUP BY lower(m.mention COLLATE @collate@)) AS r
-  INNER JOIN entities AS e ON e.bank_id = $1 AND e.id = r.id::uuid
+  INNER JOIN entities AS e ON e.bank_id = $1 AND r.id = e.id
 """
 
 SQL_EXACT_MEMORY = SQL_EXACT + _UNION_MEMORY
@@ -189,7 +191,7 @@ _NEAR_BY_NAME_OR_ALIAS = """near AS (
     UNION
     SELECT a.entity_id AS id, lower(a.alias) AS name
       FROM entity_aliases AS a
-     WHERE a.bank_id = $1 AND lower(a.alias) = ANY($3::text[])
+     WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
 )"""
 
 # The same, counting this transaction's queued pair increments as applied.

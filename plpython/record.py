@@ -25,7 +25,7 @@ SELECT $1 AS bank_id, r.id, r.name, r.kind, r.type, r.first_seen, r.first_seen A
        AS r (id, name, kind, type, first_seen),
        (SELECT count(*) FROM lock) AS locked
  ORDER BY lower(r.name)
-ON CONFLICT (bank_id, lower(canonical_name), coalesce(entity_type, '')) DO NOTHING
+ON CONFLICT (bank_id, folded(canonical_name), coalesce(entity_type, '')) DO NOTHING
 RETURNING id::text AS id
 """ % locks.CREATION
 

@@ -439,7 +439,7 @@ BEGIN
     SELECT e.id, e.canonical_name INTO hit
     FROM entities AS e
     WHERE
-        e.bank_id = _check_name.bank_id AND lower(e.canonical_name) = key
+        e.bank_id = _check_name.bank_id AND folded(e.canonical_name) = key
         AND e.id IS DISTINCT FROM _check_name.own;
     IF FOUND THEN
         RAISE EXCEPTION '%: % is already the name of entity % (%)',
@@ -452,7 +452,7 @@ BEGIN
     FROM entity_aliases AS a
     INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
     WHERE
-        a.bank_id = _check_name.bank_id AND lower(a.alias) = key
+        a.bank_id = _check_name.bank_id AND folded(a.alias) = key
         AND a.entity_id IS DISTINCT FROM _check_name.own;
     IF FOUND THEN
         RAISE EXCEPTION '%: % is already an alias of entity % (%)',
@@ -809,7 +809,7 @@ BEGIN
     SELECT a.alias, a.entity_id INTO taken
     FROM entity_aliases AS a
     INNER JOIN entities AS e ON e.bank_id = a.bank_id AND e.id = ANY(sources)
-    WHERE a.bank_id = b AND lower(a.alias) = lower(e.canonical_name) AND a.entity_id <> ALL(sources);
+    WHERE a.bank_id = b AND folded(a.alias) = folded(e.canonical_name) AND a.entity_id <> ALL(sources);
     IF FOUND THEN
         RAISE EXCEPTION 'source_ids: the name % is already an alias of entity %', quote_literal(taken.alias),
             taken.entity_id
@@ -1114,7 +1114,7 @@ BEGIN
     END IF;
     SELECT to_jsonb(a) INTO own_alias
     FROM entity_aliases AS a
-    WHERE a.bank_id = b AND a.entity_id = one.id AND lower(a.alias) = key;
+    WHERE a.bank_id = b AND a.entity_id = one.id AND folded(a.alias) = key;
 
     plan := jsonb_build_object(
         'kind', 'rename',
@@ -1134,7 +1134,7 @@ BEGIN
         )
     );
 
-    DELETE FROM entity_aliases AS a WHERE a.bank_id = b AND a.entity_id = one.id AND lower(a.alias) = key;
+    DELETE FROM entity_aliases AS a WHERE a.bank_id = b AND a.entity_id = one.id AND folded(a.alias) = key;
     -- Named by an operator: kept when its last mention is forgotten.
     UPDATE entities AS e SET canonical_name = rename_entity.new_name, curated = TRUE
     WHERE e.bank_id = b AND e.id = one.id;
@@ -1209,7 +1209,7 @@ BEGIN
     SELECT a.*, e.canonical_name INTO one
     FROM entity_aliases AS a
     INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
-    WHERE a.bank_id = b AND lower(a.alias) = fold_name(remove_alias.alias);
+    WHERE a.bank_id = b AND folded(a.alias) = fold_name(remove_alias.alias);
     IF NOT FOUND THEN
         RAISE EXCEPTION 'alias: % is not an alias in bank %', quote_literal(remove_alias.alias), quote_literal(b)
             USING ERRCODE = 'invalid_parameter_value';
@@ -1360,20 +1360,25 @@ SET search_path = {{ search_path }}
 AS $$
 DECLARE
     hit record;
+    keys text[];
 BEGIN
     -- A name an undo gives back must be free: another entity may have been
     -- created with it, or given it as an alias, since.
+    -- Folded first: fold_name() of a row is not LEAKPROOF, and a bank-bound
+    -- curator's look-ups would then read the bank's names.
+    keys := ARRAY(SELECT fold_name(n.name) FROM unnest(_check_free_names.names) WITH ORDINALITY AS n (name, i)
+                  ORDER BY n.i);
     SELECT n.name, e.id, e.canonical_name INTO hit
-    FROM unnest(_check_free_names.names) AS n (name)
+    FROM unnest(_check_free_names.names, keys) AS n (name, key)
     INNER JOIN entities AS e
-        ON e.bank_id = _check_free_names.bank_id AND lower(e.canonical_name) = fold_name(n.name)
+        ON e.bank_id = _check_free_names.bank_id AND folded(e.canonical_name) = n.key
     WHERE e.id IS DISTINCT FROM _check_free_names.own
     LIMIT 1;
     IF NOT FOUND THEN
         SELECT n.name, e.id, e.canonical_name INTO hit
-        FROM unnest(_check_free_names.names) AS n (name)
+        FROM unnest(_check_free_names.names, keys) AS n (name, key)
         INNER JOIN entity_aliases AS a
-            ON a.bank_id = _check_free_names.bank_id AND lower(a.alias) = fold_name(n.name)
+            ON a.bank_id = _check_free_names.bank_id AND folded(a.alias) = n.key
         INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
         WHERE e.id IS DISTINCT FROM _check_free_names.own
         LIMIT 1;
@@ -1502,21 +1507,23 @@ BEGIN
     everyone := sources || target;
 
     -- Names: the sources' names stop being the target's aliases and are
-    -- names again; their own aliases go back to them.
+    -- names again; their own aliases go back to them. (The names are folded
+    -- into an array first: fold_name() of a row is not LEAKPROOF, and a
+    -- bank-bound curator's look-up would then read the bank's aliases.)
     DELETE FROM entity_aliases AS a
     WHERE
         a.bank_id = b AND a.entity_id = target AND a.source = 'merge'
-        AND lower(a.alias) IN (
+        AND folded(a.alias) = ANY(ARRAY(
             SELECT fold_name(r.canonical_name)
             FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
             WHERE r.id = ANY(sources)
-        );
+        ));
     DELETE FROM entity_aliases AS a
     WHERE
         a.bank_id = b AND a.entity_id = target
-        AND lower(a.alias) IN (
+        AND folded(a.alias) = ANY(ARRAY(
             SELECT fold_name(r.alias) FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
-        );
+        ));
     PERFORM _check_free_names(b, _image_names(image, sources), NULL, _undo_merge.operation_id);
     INSERT INTO entities
     SELECT r.*
@@ -1631,7 +1638,7 @@ BEGIN
     DELETE FROM entity_aliases AS a
     WHERE
         a.bank_id = b AND a.entity_id = was.id AND a.source = 'rename'
-        AND lower(a.alias) = fold_name(_undo_rename.plan ->> 'alias_added');
+        AND folded(a.alias) = fold_name(_undo_rename.plan ->> 'alias_added');
     PERFORM _check_free_names(b, _image_names(image, ARRAY[was.id]), was.id, _undo_rename.operation_id);
     UPDATE entities AS e SET canonical_name = was.canonical_name, curated = was.curated
     WHERE e.bank_id = b AND e.id = was.id;
@@ -1779,7 +1786,7 @@ BEGIN
         DELETE FROM entity_aliases AS a
         WHERE
             a.bank_id = b AND a.entity_id = (op.plan ->> 'entity_id')::uuid
-            AND lower(a.alias) = fold_name(op.plan ->> 'alias');
+            AND folded(a.alias) = fold_name(op.plan ->> 'alias');
     ELSIF op.kind = 'remove_alias' THEN
         SELECT r.* INTO was FROM jsonb_populate_recordset(NULL::entity_aliases, op.before_image -> 'aliases') AS r;
         PERFORM _check_free_names(b, ARRAY[was.alias::text], NULL, op.id);

@@ -44,6 +44,7 @@ try:  # psycopg-pool is a dependency, but the client must not need it to import
 except ImportError:  # pragma: no cover
     ConnectionPool = None  # type: ignore[assignment,misc]
 
+from entity_resolver.build import internal_schema
 from entity_resolver.importer import fact_uuid
 
 DEFAULT_SCHEMA = "entity_resolver"
@@ -224,6 +225,7 @@ class Client:
             raise ValueError("schema: must be a non-empty name")
         self.schema = schema
         self._schema = sql.Identifier(schema)
+        self._internal = sql.Identifier(internal_schema(schema))
         self._pool = None
         self._conn: Optional[psycopg.Connection] = None
         self._owned = False
@@ -273,8 +275,8 @@ class Client:
                 yield conn
 
     def _q(self, template: str) -> sql.Composed:
-        """A statement with ``{s}`` replaced by the quoted schema name."""
-        return sql.SQL(template).format(s=self._schema)
+        """A statement with ``{s}`` and ``{i}`` replaced by the quoted schema and internal schema names."""
+        return sql.SQL(template).format(s=self._schema, i=self._internal)
 
     def _rows(self, template: str, params: Sequence[Any]) -> List[tuple]:
         with self._connection() as conn:
@@ -394,13 +396,18 @@ class Client:
                 names.append(str(ref))
         if names:
             with self._on(conn) as c:
+                # The names are folded first (MATERIALIZED): fold_name() of a
+                # column is not LEAKPROOF, which would keep a bank-bound role's
+                # look-ups from the index (folded() of the stored name is).
                 found = dict(c.execute(self._q(
-                    "SELECT n.name, coalesce("
+                    "WITH n AS MATERIALIZED (SELECT u.name, {s}.fold_name(u.name) AS key"
+                    "   FROM unnest(%s::text[]) AS u (name))"
+                    " SELECT n.name, coalesce("
                     " (SELECT e.id FROM {s}.entities e"
-                    "   WHERE e.bank_id = %s AND lower(e.canonical_name) = {s}.fold_name(n.name)),"
+                    "   WHERE e.bank_id = %s AND {i}.folded(e.canonical_name) = n.key),"
                     " (SELECT a.entity_id FROM {s}.entity_aliases a"
-                    "   WHERE a.bank_id = %s AND lower(a.alias) = {s}.fold_name(n.name)))"
-                    " FROM unnest(%s::text[]) AS n (name)"), (bank_id, bank_id, names)).fetchall())
+                    "   WHERE a.bank_id = %s AND {i}.folded(a.alias) = n.key))"
+                    " FROM n"), (names, bank_id, bank_id)).fetchall())
             for i, ref in enumerate(refs):
                 if ids[i] is None:
                     ids[i] = found.get(str(ref))
@@ -578,7 +585,7 @@ class Client:
         """The entity whose name equals ``name`` case-insensitively (by PostgreSQL's lower())."""
         rows = self._rows(
             "SELECT " + self._ENTITY_COLUMNS + " FROM {s}.entity_overview"
-            " WHERE bank_id = %s AND lower(name) = {s}.fold_name(%s)",
+            " WHERE bank_id = %s AND {i}.folded(name) = {s}.fold_name(%s)",
             (bank_id, name),
         )
         return self._entity(rows[0]) if rows else None
@@ -587,7 +594,7 @@ class Client:
         """Entities seen in the same facts as ``name`` (case-insensitive), most often first."""
         rows = self._rows(
             "SELECT entity_name, neighbor_id, neighbor_name, cooccurrence_count, last_cooccurred"
-            " FROM {s}.entity_neighbors WHERE bank_id = %s AND lower(entity_name) = {s}.fold_name(%s)"
+            " FROM {s}.entity_neighbors WHERE bank_id = %s AND {i}.folded(entity_name) = {s}.fold_name(%s)"
             " ORDER BY cooccurrence_count DESC, lower(neighbor_name), neighbor_id LIMIT %s",
             (bank_id, name, limit),
         )

@@ -115,7 +115,7 @@ def test_the_code_and_the_name_indexes_are_on_every_worker(citus, distributed):
                 "SELECT count(*) FROM pg_class WHERE relname ~ '^entities_[0-9]+$' AND relkind = 'r'"
                 " AND relnamespace = 'entity_resolver'::regnamespace").fetchone()[0]
             assert shards == SHARD_COUNT // 2
-            for index in ("entities_bank_lower_name_key", "entities_name_trgm_idx"):
+            for index in ("entities_bank_folded_name_key", "entities_name_trgm_idx"):
                 assert conn.execute(
                     "SELECT count(*) FROM pg_indexes WHERE schemaname = 'entity_resolver'"
                     " AND indexname ~ %s", (f"^{index}_[0-9]+$",)).fetchone()[0] == shards

@@ -101,15 +101,21 @@ def test_unique_lower_name_pair_check_and_trigram_index_exist(empty_db):
     install(conn)
     indexes = {r[0]: r[1] for r in conn.execute(
         "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'entity_resolver'")}
-    unique = [d for d in indexes.values() if "UNIQUE" in d and "lower(canonical_name)" in d]
-    # one name per bank and type (an untyped entity is its own type)
-    assert unique and "(bank_id, lower(canonical_name), COALESCE(entity_type, ''::text))" in unique[0]
-    # The trigram index: our operator class over folded() (migration 0012), the
-    # look-ups by folded name and the alias memory's by folded mention.
+    unique = [d for d in indexes.values() if "UNIQUE" in d and "(canonical_name)" in d]
+    # one name per bank and type (an untyped entity is its own type), after
+    # folded() (lower() itself, LEAKPROOF: migration 0013), which also serves
+    # every look-up by name
+    assert unique == [indexes["entities_bank_folded_name_key"]]
+    assert ("(bank_id, entity_resolver_internal.folded(canonical_name), COALESCE(entity_type, ''::text))"
+            in unique[0])
+    assert "UNIQUE" in indexes["entity_aliases_bank_folded_alias_key"]
+    assert "(bank_id, entity_resolver_internal.folded(alias))" in indexes["entity_aliases_bank_folded_alias_key"]
+    assert not any("lower(" in d for d in indexes.values())
+    # The trigram index: our operator class over folded() (migration 0012), and
+    # the alias memory's look-up by folded mention.
     trgm = indexes["entities_name_trgm_idx"]
     assert "gin (bank_id, entity_resolver_internal.folded(canonical_name) entity_resolver_internal.trgm_ops)" in trgm
     assert "WHERE (entity_kind <> 'label'::text)" in trgm
-    assert "(bank_id, entity_resolver_internal.folded(canonical_name))" in indexes["entities_folded_name_idx"]
     assert "entity_resolver_internal.folded(" in indexes["mentions_memory_idx"]
     assert any("(bank_id, entity_id, unit_id)" in d for d in indexes.values()), "entity -> units lookup"
     assert any("(bank_id, entity_id_2, entity_id_1)" in d for d in indexes.values()), "reverse pair lookup"

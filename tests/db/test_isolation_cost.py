@@ -83,7 +83,7 @@ def _indexes(conn, name: str, query: str, types: list[str], args: list, mode: st
 
     def walk(node):
         # Ours only: the policy's own look-ups (bank_roles, pg_authid) are the bound role's alone.
-        if node.get("Index Name", "").startswith(("entities", "mentions")):
+        if node.get("Index Name", "").startswith(("entities", "entity_aliases", "mentions")):
             found.add(node["Index Name"])
         for child in node.get("Plans", []):
             walk(child)
@@ -105,9 +105,9 @@ def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team, mod
                   ["team", keys + keys[:5], 200, [False] * len(keys) + [True] * 5],
                   {"entities_name_trgm_idx"}),
         "exact_memory": (probe.SQL_EXACT_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
-                         ["team", keys, keys, keys, 0.8], {"entities_folded_name_idx", "mentions_memory_idx"}),
+                         ["team", keys, keys, keys, 0.8], {"entities_bank_folded_name_key", "mentions_memory_idx"}),
         "context": (probe.SQL_CONTEXT, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
-                    ["team", ids, keys, ids[:2], ids[2:4]], {"entities_folded_name_idx"}),
+                    ["team", ids, keys, ids[:2], ids[2:4]], {"entities_bank_folded_name_key"}),
     }
     for name, (query, types, args, expected) in statements.items():
         owner = _indexes(conn, name, query, types, args, mode)
@@ -157,3 +157,86 @@ def test_the_leakproof_functions_are_what_they_stand_for(conn, a, b, threshold):
         f" %(a)s OPERATOR({IN}.%%>>) %(b)s = %(a)s OPERATOR({trgm}.%%>>) %(b)s",
         {"a": a, "b": b}).fetchone()
     assert row == (True, True, True, True)
+
+
+def _plans_seen(c, run) -> set:
+    """What the statements ``run(c)`` makes read of entities and entity_aliases, nested ones included.
+
+    auto_explain (loaded by the superuser before any SET ROLE) sends every
+    plan to the client: each index of the two tables the plans read, with
+    whether a name comparison is its index condition (rather than a filter
+    on the rows it returns), and each sequential scan of them.
+    """
+    notices: list[str] = []
+    c.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    with c.transaction(force_rollback=True):
+        run(c)
+    seen = set()
+
+    def walk(node):
+        index = node.get("Index Name", "")
+        if index.startswith(("entities_", "entity_aliases_")):
+            cond = node.get("Index Cond", "")
+            seen.add((index, "folded(" in cond or "lower(" in cond))
+        if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") in ("entities", "entity_aliases"):
+            seen.add(("seq scan", node["Relation Name"]))
+        for child in node.get("Plans", []):
+            walk(child)
+
+    for text in notices:
+        if "plan:" in text:
+            walk(json.loads(text.split("plan:", 1)[1])["Plan"])
+    return seen
+
+
+def _explaining(conn, role=None) -> psycopg.Connection:
+    c = psycopg.connect(host=conn.info.host, port=conn.info.port, user=conn.info.user, dbname=conn.info.dbname,
+                        autocommit=True)
+    c.execute("LOAD 'auto_explain'")
+    for setting, value in (("auto_explain.log_min_duration", "0"), ("auto_explain.log_nested_statements", "on"),
+                           ("auto_explain.log_format", "json"), ("client_min_messages", "log")):
+        c.execute("SELECT set_config(%s, %s, false)", (setting, value))
+    if role:
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+    c.execute(f"SET search_path = {ER}, pg_catalog")
+    return c
+
+
+def test_a_bound_curators_look_ups_by_name_use_the_owners_indexes(conn, team):
+    """Corrections, explain's alias look-ups and the client's look-ups by name (migration 0013)."""
+    from entity_resolver.client import Client
+
+    bank, bound = team
+    role = bound.info.user
+    conn.execute(f"SELECT {ER}.grant_curation('team', %s)", (role,))
+    # Aliases enough that reading the bank's is not the cheapest plan.
+    conn.execute(f"INSERT INTO {ER}.entity_aliases (bank_id, alias, entity_id, source)"
+                 f" SELECT bank_id, 'aka ' || canonical_name, id, 'operator' FROM {ER}.entities"
+                 " WHERE bank_id = 'team' AND entity_kind = 'regular' ORDER BY id LIMIT 5000")
+    conn.execute("ANALYZE")
+    target, source = [r[0] for r in conn.execute(
+        f"SELECT id FROM {ER}.entities WHERE bank_id = 'team' AND entity_kind = 'regular' ORDER BY id DESC LIMIT 2")]
+    aliases = [r[0] for r in conn.execute(f"SELECT alias FROM {ER}.entity_aliases WHERE bank_id = 'team'"
+                                          " ORDER BY alias LIMIT 2")]
+
+    def run(c):
+        client = Client(c)
+        c.execute("SELECT add_alias('team', %s, 'Another Name')", (target,))
+        c.execute("SELECT rename_entity('team', %s, 'Renamed Entity')", (target,))
+        c.execute("SELECT remove_alias('team', 'another name')")
+        c.execute("SELECT count(*) FROM explain_mention('team', %s)", (aliases[0],))
+        assert client.find_entity("team", "RENAMED ENTITY").entity_id == target
+        client.neighbors("team", "renamed entity")
+        client.add_alias("team", aliases[1].upper(), "One More Alias")
+        # The undos look the names they give back up (_check_free_names).
+        merged = c.execute("SELECT merge_entities('team', ARRAY[%s]::uuid[], %s) ->> 'operation_id'",
+                           (source, target)).fetchone()[0]
+        c.execute("SELECT undo_operation('team', %s)", (int(merged),))
+        renamed = c.execute("SELECT rename_entity('team', %s, 'Renamed Again') ->> 'operation_id'",
+                            (target,)).fetchone()[0]
+        c.execute("SELECT undo_operation('team', %s)", (int(renamed),))
+
+    with _explaining(conn) as owner_c, _explaining(conn, role) as bound_c:
+        owner = _plans_seen(owner_c, run)
+        assert {("entities_bank_folded_name_key", True), ("entity_aliases_bank_folded_alias_key", True)} <= owner
+        assert _plans_seen(bound_c, run) == owner
