@@ -25,8 +25,9 @@ level (pg_stat_statements with ``track = all``: the INSERT, the trigger's
 statements, the resolver's (PL/Python SPI), the write path's PL/pgSQL, the
 flush at commit), in a separate pass over one corpus, so that the
 counting does not slow the timed replays. It needs pg_stat_statements in
-shared_preload_libraries: the private cluster is started with it; with
-``--dsn`` the counts are left out when it is missing.
+shared_preload_libraries: the private cluster is started with it; on a
+server without it (``--dsn``, ``make bench``'s cluster) the counting pass runs
+in a private cluster of its own, its databases prepared as the timed ones.
 """
 
 from __future__ import annotations
@@ -220,15 +221,37 @@ def measure_per_fact(dsn: Optional[str] = None, baseline: Optional[str] = BASELI
             with _connect(targets["current"]) as conn:
                 counting = has_statements_extension(conn)
             if counting:
-                cfg, facts = data[COUNTED]
-                result["statements"] = {side: count_statements(t, f"pf-count-{COUNTED}", cfg, facts)
-                                        for side, t in targets.items()}
+                result["statements"] = _count(targets, data)
+                result["counted_in"] = "the same server"
         finally:
-            with psycopg.connect(admin, autocommit=True) as a:
-                for side in sides:
-                    a.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                        sql.Identifier(f"er_per_fact_{side}")))
+            _drop(admin, sides)
+        if "statements" not in result:
+            # A server without pg_stat_statements preloaded (make bench's):
+            # count in a private cluster that has it, the databases prepared
+            # as for the timed rounds.
+            with _server(None, fsync) as own:
+                try:
+                    counted = {side: _install(own, f"er_per_fact_{side}", src) for side, src in sides.items()}
+                    if prefill_times:
+                        for t in counted.values():
+                            prefill(t, data, prefill_times)
+                    result["statements"] = _count(counted, data)
+                    result["counted_in"] = "a private cluster with pg_stat_statements"
+                finally:
+                    _drop(own, sides)
     return result
+
+
+def _count(targets: Dict[str, str], data: Dict[str, Any]) -> Dict[str, Any]:
+    cfg, facts = data[COUNTED]
+    return {side: count_statements(t, f"pf-count-{COUNTED}", cfg, facts) for side, t in targets.items()}
+
+
+def _drop(admin: str, sides: Dict[str, Any]) -> None:
+    with psycopg.connect(admin, autocommit=True) as a:
+        for side in sides:
+            a.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(f"er_per_fact_{side}")))
 
 
 def markdown(result: Dict[str, Any]) -> str:
@@ -245,7 +268,8 @@ def markdown(result: Dict[str, Any]) -> str:
         f"commit; this version and {result['baseline']} (before issue 16's per-fact work) in two {where}, "
         f"alternating corpus by corpus, {result['rounds']} rounds (median). Statements per fact: "
         "every level counted by pg_stat_statements (`track = all`: the INSERT, the trigger, the resolver, the "
-        f"write path, the flush at commit), replaying the {COUNTED} corpus.",
+        f"write path, the flush at commit), replaying the {COUNTED} corpus"
+        + (f" in {result['counted_in']}." if result.get("counted_in") else "."),
         "",
         "| version | facts/s | statements per fact |",
         "|---|---:|---:|",
