@@ -117,6 +117,7 @@ def test_unique_lower_name_pair_check_and_trigram_index_exist(empty_db):
     assert "gin (bank_id, entity_resolver_internal.folded(canonical_name) entity_resolver_internal.trgm_ops)" in trgm
     assert "WHERE (entity_kind <> 'label'::text)" in trgm
     assert "entity_resolver_internal.folded(" in indexes["mentions_memory_idx"]
+    assert "(bank_id) WHERE (entity_kind = 'label'::text)" in indexes["entities_label_idx"]
     assert any("(bank_id, entity_id, unit_id)" in d for d in indexes.values()), "entity -> units lookup"
     assert any("(bank_id, entity_id_2, entity_id_1)" in d for d in indexes.values()), "reverse pair lookup"
     checks = [r[0] for r in conn.execute(

@@ -108,6 +108,10 @@ def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team, mod
                          ["team", keys, keys, keys, 0.8], {"entities_bank_folded_name_key", "mentions_memory_idx"}),
         "context": (probe.SQL_CONTEXT, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
                     ["team", ids, keys, ids[:2], ids[2:4]], {"entities_bank_folded_name_key"}),
+        # explain_mention's candidates: its label rows through their own
+        # partial index, not by reading the bank (migration 0013).
+        "explain": (probe.SQL_EXPLAIN_CANDIDATES, ["text", "text", "int", "int"], ["team", keys[3], 200, 50],
+                    {"entities_name_trgm_idx", "entities_label_idx"}),
     }
     for name, (query, types, args, expected) in statements.items():
         owner = _indexes(conn, name, query, types, args, mode)
