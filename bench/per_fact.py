@@ -193,11 +193,8 @@ def measure_per_fact(dsn: Optional[str] = None, baseline: Optional[str] = BASELI
                                      capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
             sides["baseline"] = Path(tmp) / "src"
-        targets = {side: _install(admin, f"er_per_fact_{side}", src) for side, src in sides.items()}
         try:
-            if prefill_times:
-                for t in targets.values():
-                    prefill(t, data, prefill_times)
+            targets = _prepare(admin, sides, data, prefill_times)
             seconds = {side: [] for side in sides}
             conns = {side: _connect(t) for side, t in targets.items()}
             try:
@@ -231,15 +228,20 @@ def measure_per_fact(dsn: Optional[str] = None, baseline: Optional[str] = BASELI
             # as for the timed rounds.
             with _server(None, fsync) as own:
                 try:
-                    counted = {side: _install(own, f"er_per_fact_{side}", src) for side, src in sides.items()}
-                    if prefill_times:
-                        for t in counted.values():
-                            prefill(t, data, prefill_times)
-                    result["statements"] = _count(counted, data)
+                    result["statements"] = _count(_prepare(own, sides, data, prefill_times), data)
                     result["counted_in"] = "a private cluster with pg_stat_statements"
                 finally:
                     _drop(own, sides)
     return result
+
+
+def _prepare(admin: str, sides: Dict[str, Optional[Path]], data: Dict[str, Any], prefill_times: int) -> Dict[str, str]:
+    """A new database per side, installed from its sources and (``prefill_times``) given data; their DSNs."""
+    targets = {side: _install(admin, f"er_per_fact_{side}", src) for side, src in sides.items()}
+    if prefill_times:
+        for t in targets.values():
+            prefill(t, data, prefill_times)
+    return targets
 
 
 def _count(targets: Dict[str, str], data: Dict[str, Any]) -> Dict[str, Any]:
