@@ -1,6 +1,6 @@
 """Shared arrangements for the write-path tests: a spy on the resolver, fact
-streams and what their statistics must be. Helpers arrange and read; the
-assertions stay in the tests."""
+streams and what their statistics must be, and a walk over a plan's nodes.
+Helpers arrange and read; the assertions stay in the tests."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ NAMES = [
     "Quarterly Review", "Budget", "Helsinki", "Marigold", "Tokyo Office",
     "Sprint 14", "Docker", "Wren", "Ivanova",
 ]
+
+
+def plan_nodes(plan: dict):
+    """Every node of an EXPLAIN (FORMAT JSON) plan, the node first, then its children in order."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)
 
 
 def uid(n: int) -> str:

@@ -15,6 +15,7 @@ import pytest
 
 from bench import workloads
 from bench.latency import probe_statement
+from helpers import plan_nodes
 
 SMALL = 300
 OTHERS = 4000
@@ -35,12 +36,7 @@ def _keys(bank):
 
 
 def _index_scans(plan):
-    found = []
-    if plan.get("Index Name") == "entities_name_trgm_idx":
-        found.append(plan)
-    for child in plan.get("Plans", []):
-        found.extend(_index_scans(child))
-    return found
+    return [node for node in plan_nodes(plan) if node.get("Index Name") == "entities_name_trgm_idx"]
 
 
 @pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 from bench import workloads
+from helpers import plan_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
 import db as er_db  # noqa: E402  (the resolver's own modules, as the unit tests import them)
@@ -79,17 +80,9 @@ def _indexes(conn, name: str, query: str, types: list[str], args: list, mode: st
     cur.execute(f"EXPLAIN (FORMAT JSON) EXECUTE {name} ({placeholders})", args)
     plan = cur.fetchone()[0][0]["Plan"]
     conn.execute(f"DEALLOCATE {name}")
-    found = set()
-
-    def walk(node):
-        # Ours only: the policy's own look-ups (bank_roles, pg_authid) are the bound role's alone.
-        if node.get("Index Name", "").startswith(("entities", "entity_aliases", "mentions")):
-            found.add(node["Index Name"])
-        for child in node.get("Plans", []):
-            walk(child)
-
-    walk(plan)
-    return found
+    # Ours only: the policy's own look-ups (bank_roles, pg_authid) are the bound role's alone.
+    return {node["Index Name"] for node in plan_nodes(plan)
+            if node.get("Index Name", "").startswith(("entities", "entity_aliases", "mentions"))}
 
 
 # PL/Python's prepared statements start custom and may turn generic (or are
@@ -176,20 +169,16 @@ def _plans_seen(c, run) -> set:
     with c.transaction(force_rollback=True):
         run(c)
     seen = set()
-
-    def walk(node):
-        index = node.get("Index Name", "")
-        if index.startswith(("entities_", "entity_aliases_")):
-            cond = node.get("Index Cond", "")
-            seen.add((index, "folded(" in cond or "lower(" in cond))
-        if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") in ("entities", "entity_aliases"):
-            seen.add(("seq scan", node["Relation Name"]))
-        for child in node.get("Plans", []):
-            walk(child)
-
     for text in notices:
-        if "plan:" in text:
-            walk(json.loads(text.split("plan:", 1)[1])["Plan"])
+        if "plan:" not in text:
+            continue
+        for node in plan_nodes(json.loads(text.split("plan:", 1)[1])["Plan"]):
+            index = node.get("Index Name", "")
+            if index.startswith(("entities_", "entity_aliases_")):
+                cond = node.get("Index Cond", "")
+                seen.add((index, "folded(" in cond or "lower(" in cond))
+            if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") in ("entities", "entity_aliases"):
+                seen.add(("seq scan", node["Relation Name"]))
     return seen
 
 
