@@ -61,8 +61,14 @@ class Writers:
 def run_commands_while_writing(dsn: str, where: list[str], rounds: int) -> tuple[Writers, list]:
     """Read, explain, resolve and install repeatedly next to the writers; return (writers, failures)."""
     runner = CliRunner()
+    # `neighbors` needs an entity that exists: which of the writers' names become
+    # entities depends on how their facts interleave ("Writer2 Topic5" may resolve
+    # to "Writer0 Topic5" or "Writer2 Topic4"), so the test stores one of its own first.
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("INSERT INTO entity_resolver.facts (bank_id, content, mentions)"
+                  " VALUES ('team', 'seed', '[\"Ada Lovelace\", \"Charles Babbage\"]')")
     commands = [["entities", "team", "--json"], ["explain", "team", "Writer1 Topic3", "--json"],
-                ["resolve", "team", "Standalone Name", "--json"], ["neighbors", "team", "Writer2 Topic5", "--json"],
+                ["resolve", "team", "Standalone Name", "--json"], ["neighbors", "team", "Ada Lovelace", "--json"],
                 ["banks", "--json"]]
     failures = []
     with Writers(dsn) as writers:
