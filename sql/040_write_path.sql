@@ -604,6 +604,39 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._statistics_ready() IS
 'Internal: whether entities and mentions were analysed at 1000 rows or more (checked every 10 s a session).';
 
+-- The switches a session sets with SET (entity_resolver.generic_plans,
+-- entity_resolver.flush_at_commit) read as PostgreSQL reads a boolean
+-- setting: on/true/yes/1 and off/false/no/0, any case, blanks around ignored;
+-- unset or empty is the switch's default. Anything else is an error naming it.
+CREATE OR REPLACE FUNCTION {{ internal }}._switch_setting(setting text, fallback text, allow_auto boolean)
+RETURNS text
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    given text := lower(btrim(coalesce(current_setting(_switch_setting.setting, TRUE), '')));
+BEGIN
+    IF given = '' THEN
+        RETURN _switch_setting.fallback;
+    ELSIF given IN ('on', 'true', 'yes', '1') THEN
+        RETURN 'on';
+    ELSIF given IN ('off', 'false', 'no', '0') THEN
+        RETURN 'off';
+    ELSIF given = 'auto' AND _switch_setting.allow_auto THEN
+        RETURN 'auto';
+    END IF;
+    RAISE EXCEPTION '%: must be %, got %', _switch_setting.setting,
+        CASE WHEN _switch_setting.allow_auto THEN 'auto, on or off' ELSE 'on or off' END, quote_literal(given)
+        USING ERRCODE = 'invalid_parameter_value';
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._switch_setting(text, text, boolean) IS
+'Internal: a switch setting as on, off or (allow_auto) auto; unset or empty gives fallback; anything else is '
+'an error naming the setting.';
+
 -- entity_resolver.generic_plans: auto (the default) switches to generic plans
 -- once the statistics are ready and the session's plan_cache_mode is auto (a
 -- value an operator chose is kept); on switches whatever the statistics; off
@@ -619,20 +652,10 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    wanted text := lower(btrim(coalesce(current_setting('entity_resolver.generic_plans', TRUE), '')));
+    wanted text := _switch_setting('entity_resolver.generic_plans', 'auto', TRUE);
     previous text := current_setting('plan_cache_mode');
     ignored text;
 BEGIN
-    IF wanted IN ('', 'auto') THEN
-        wanted := 'auto';
-    ELSIF wanted IN ('on', 'true', 'yes', '1') THEN
-        wanted := 'on';
-    ELSIF wanted IN ('off', 'false', 'no', '0') THEN
-        wanted := 'off';
-    ELSE
-        RAISE EXCEPTION 'entity_resolver.generic_plans: must be auto, on or off, got %', quote_literal(wanted)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     IF {{ distributed }} OR wanted = 'off' OR previous = 'force_generic_plan' THEN
         RETURN NULL;
     END IF;
@@ -667,17 +690,8 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    policy text := lower(coalesce(current_setting('entity_resolver.flush_at_commit', TRUE), ''));
-    wanted boolean;
+    wanted boolean := _switch_setting('entity_resolver.flush_at_commit', 'on', FALSE) = 'on';
 BEGIN
-    wanted := CASE
-        WHEN policy IN ('', 'on', 'true', 'yes', '1') THEN TRUE
-        WHEN policy IN ('off', 'false', 'no', '0') THEN FALSE
-    END;
-    IF wanted IS NULL THEN
-        RAISE EXCEPTION 'entity_resolver.flush_at_commit: must be on or off, got %', quote_literal(policy)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     -- Decided once per transaction (until a flush fires): "queued" or "off".
     PERFORM set_config(
         'entity_resolver.commit_flush_{{ code_version }}',
