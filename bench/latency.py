@@ -51,10 +51,12 @@ def probe_statement(conn: psycopg.Connection) -> str:
     previous = conn.execute("SELECT current_setting('search_path')").fetchone()
     conn.execute("SELECT set_config('search_path', %s, false)", (f"{SCHEMA}, {SCHEMA}_internal, pg_catalog",))
     try:
-        trgm, trgm_ops, collate = conn.execute(_installed_constant(conn, "db", "SQL_CATALOG_TOKENS")).fetchone()
+        cur = conn.execute(_installed_constant(conn, "db", "SQL_CATALOG_TOKENS"))
+        row = dict(zip([c.name for c in cur.description], cur.fetchone()))
     finally:
         conn.execute("SELECT set_config('search_path', %s, false)", previous)
-    text = text.replace("@trgm@", trgm).replace("@sim@", trgm_ops or trgm).replace("@collate@", collate)
+    text = (text.replace("@trgm@", row["trgm"]).replace("@sim@", row["trgm_ops"] or row["trgm"])
+            .replace("@collate@", row["name_collation"]).replace("@bank_collate@", row.get("bank_collation") or ""))
     text = text.replace("folded(", f"{SCHEMA}_internal.folded(").replace("%", "%%")
     text = re.sub(r"\$(\d+)", lambda m: f"%(p{m.group(1)})s", text)
     return f"SELECT count(*) FROM ({text}) AS probe"

@@ -23,6 +23,11 @@ _COUNTER = {"statements": 0}
 # of the operator class of the trigram index (migration 0012): ours, whose %
 # and %>> are LEAKPROOF so that row-level security lets a bank-bound role's
 # probe use the index; pg_trgm's on Citus, whose workers cannot have ours.
+# @bank_collate@ is the COLLATE clause that makes the probe's bank condition
+# one only the trigram index answers (its bank column has the "C" collation,
+# migration 0014; the btrees led by bank_id have the column's): empty when
+# the index's collation is the column's (Citus). Equality is the same under
+# both (deterministic collations).
 SQL_CATALOG_TOKENS = """
 SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension AS e
          WHERE e.extname = 'pg_trgm') AS trgm,
@@ -34,7 +39,14 @@ SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension A
           FROM pg_catalog.pg_attribute AS a
          INNER JOIN pg_catalog.pg_collation AS c ON a.attcollation = c.oid
          INNER JOIN pg_catalog.pg_namespace AS n ON c.collnamespace = n.oid
-         WHERE a.attrelid = 'entities'::regclass AND a.attname = 'canonical_name') AS name_collation
+         WHERE a.attrelid = 'entities'::regclass AND a.attname = 'canonical_name') AS name_collation,
+       (SELECT CASE WHEN i.indcollation[0] IN (0, a.attcollation) THEN ''
+                    ELSE 'COLLATE ' || quote_ident(n.nspname) || '.' || quote_ident(c.collname) END
+          FROM pg_catalog.pg_index AS i
+         INNER JOIN pg_catalog.pg_attribute AS a ON i.indrelid = a.attrelid AND i.indkey[0] = a.attnum
+         LEFT JOIN pg_catalog.pg_collation AS c ON i.indcollation[0] = c.oid
+         LEFT JOIN pg_catalog.pg_namespace AS n ON c.collnamespace = n.oid
+         WHERE i.indexrelid = to_regclass('entities_name_trgm_idx')) AS bank_collation
 """
 
 
@@ -64,11 +76,23 @@ def execute(plpy, plan, args=None, counted=True):
     return plpy.execute(plan, args)
 
 
+def tokens_of(row):
+    """The catalog tokens, from the row of SQL_CATALOG_TOKENS (a mapping by column name)."""
+    return {"@trgm@": row["trgm"], "@collate@": row["name_collation"], "@sim@": row["trgm_ops"] or row["trgm"],
+            "@bank_collate@": row["bank_collation"] or ""}
+
+
+def substituted(query, tokens):
+    """A statement with its catalog tokens replaced by their values."""
+    for token, value in tokens.items():
+        query = query.replace(token, value)
+    return query
+
+
 def _tokens(plpy):
     tokens = _PLANS.get("@tokens@")
     if tokens is None:
-        row = execute(plpy, SQL_CATALOG_TOKENS)[0]
-        tokens = {"@trgm@": row["trgm"], "@collate@": row["name_collation"], "@sim@": row["trgm_ops"] or row["trgm"]}
+        tokens = tokens_of(execute(plpy, SQL_CATALOG_TOKENS)[0])
         _PLANS["@tokens@"] = tokens
     return tokens
 
@@ -83,8 +107,7 @@ def plan(plpy, name, query, types):
     """Prepare a statement once per session, its catalog tokens substituted."""
     prepared = _PLANS.get(name)
     if prepared is None:
-        for token, value in _tokens(plpy).items():
-            query = query.replace(token, value)
+        query = substituted(query, _tokens(plpy))
         prepared = plpy.prepare(query, types)
         _PLANS[name] = prepared
     return prepared

@@ -33,7 +33,8 @@ repository's .sqlfluff renders: ``@trgm@`` (pg_trgm's schema) is
 ``{{ trgm_schema }}`` (rendered ``public``), ``@collate@`` (entities.
 canonical_name's collation) is ``{{ name_collation }}`` (rendered
 ``pg_catalog."default"``), ``@sim@`` (the trigram index's operator class schema) is
-``{{ internal }}``. Templated, because sqlfluff's postgres dialect
+``{{ internal }}``, ``@bank_collate@`` (the COLLATE clause of the probe's bank
+condition) is ``{{ bank_collation }}`` (rendered ``COLLATE pg_catalog."C"``). Templated, because sqlfluff's postgres dialect
 reads COLLATE's operand as a column reference (RF01/RF02/RF03 would flag every
 collation) and ignores violations in templated text, as it does in sql/.
 Parameters ($1, $2, ...) stay: the postgres dialect reads them.
@@ -59,7 +60,8 @@ CONFIG = REPO / "scripts" / "sql_in_python.sqlfluff"
 PREFIX = "SQL_"
 # The catalog tokens db.plan() replaces, as the jinja variables sql/ uses for
 # the same values (rendered by .sqlfluff's [sqlfluff:templater:jinja:context]).
-TOKENS = {"@trgm@": "{{ trgm_schema }}", "@collate@": "{{ name_collation }}", "@sim@": "{{ internal }}"}
+TOKENS = {"@trgm@": "{{ trgm_schema }}", "@collate@": "{{ name_collation }}", "@sim@": "{{ internal }}",
+          "@bank_collate@": "{{ bank_collation }}"}
 # printf conversions: %% is a literal percent sign; %d an integer (stand-in 0).
 _CONVERSION = re.compile(r"%(?:%|[-#0 +]*\d*(?:\.\d+)?([a-zA-Z]))")
 INT_STAND_IN = 0

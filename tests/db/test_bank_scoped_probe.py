@@ -74,3 +74,32 @@ def test_a_banks_candidates_do_not_depend_on_other_banks(conn):
     assert all(alone)
     workloads.build_bank(conn, OTHERS, seed=5, bank_id="other")
     assert candidates() == alone
+
+
+def test_a_bank_the_statistics_do_not_know_is_probed_through_the_trigram_index(conn):
+    # A bank created after the last ANALYZE (a new database, an import, an eval
+    # replay): the planner believes it holds a row or two, and the btrees led
+    # by bank_id (the primary key, the unique names) offer its rows cheaply.
+    # Tested row by row with %, that is every row of the bank for every key;
+    # the probe's bank condition is one only the trigram index answers
+    # (migration 0014).
+    conn.execute("SET search_path = entity_resolver, public, pg_catalog")
+    conn.execute("ALTER TABLE entities SET (autovacuum_enabled = false)")
+    known = workloads.build_bank(conn, SMALL * 3, seed=5, bank_id="known")  # analysed
+    conn.execute("INSERT INTO banks (bank_id) VALUES ('new')")
+    conn.execute("INSERT INTO entities (bank_id, id, canonical_name, entity_type, entity_kind, mention_count, first_seen, last_seen)"
+                 " SELECT 'new', gen_random_uuid(), canonical_name, entity_type, entity_kind, mention_count, first_seen,"
+                 " last_seen"
+                 " FROM entities WHERE bank_id = 'known'")
+    conn.execute("SET pg_trgm.similarity_threshold = 0.3")
+    conn.execute("SET plan_cache_mode = force_custom_plan")
+    cur = psycopg.ClientCursor(conn)
+    cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + probe_statement(conn),
+                {"p1": "new", "p2": sorted({n.lower() for n in known.names[:20]}), "p3": 200})
+    plan = cur.fetchone()[0][0]["Plan"]
+    reads = [node for node in plan_nodes(plan)
+             if node.get("Relation Name") == "entities" or "Index Name" in node]
+    assert reads and all(node.get("Index Name") == "entities_name_trgm_idx" or node["Node Type"] == "Bitmap Heap Scan"
+                         for node in reads), json.dumps(plan)[:3000]
+    for scan in _index_scans(plan):
+        assert "bank_id" in scan["Index Cond"], scan["Index Cond"]

@@ -111,10 +111,12 @@ def test_unique_lower_name_pair_check_and_trigram_index_exist(empty_db):
     assert "UNIQUE" in indexes["entity_aliases_bank_folded_alias_key"]
     assert "(bank_id, entity_resolver_internal.folded(alias))" in indexes["entity_aliases_bank_folded_alias_key"]
     assert not any("lower(" in d for d in indexes.values())
-    # The trigram index: our operator class over folded() (migration 0012), and
-    # the alias memory's look-up by folded mention.
+    # The trigram index: our operator class over folded() (migration 0012), its
+    # bank column in the "C" collation, which no btree led by bank_id has
+    # (migration 0014); and the alias memory's look-up by folded mention.
     trgm = indexes["entities_name_trgm_idx"]
-    assert "gin (bank_id, entity_resolver_internal.folded(canonical_name) entity_resolver_internal.trgm_ops)" in trgm
+    assert ('gin (bank_id COLLATE "C", entity_resolver_internal.folded(canonical_name)'
+            ' entity_resolver_internal.trgm_ops)') in trgm
     assert "WHERE (entity_kind <> 'label'::text)" in trgm
     assert "entity_resolver_internal.folded(" in indexes["mentions_memory_idx"]
     assert "(bank_id) WHERE (entity_kind = 'label'::text)" in indexes["entities_label_idx"]

@@ -63,9 +63,9 @@ def team(conn):
 def _rendered(conn, query: str) -> str:
     """A resolver statement with the catalog tokens db.plan() substitutes."""
     conn.execute(f"SET search_path = {ER}, {IN}, pg_catalog")
-    row = conn.execute(er_db.SQL_CATALOG_TOKENS).fetchone()
-    trgm, sim, collate = row[0], row[1] or row[0], row[2]
-    return query.replace("@trgm@", trgm).replace("@sim@", sim).replace("@collate@", collate)
+    cur = conn.execute(er_db.SQL_CATALOG_TOKENS)
+    row = dict(zip([c.name for c in cur.description], cur.fetchone()))
+    return er_db.substituted(query, er_db.tokens_of(row))
 
 
 def _indexes(conn, name: str, query: str, types: list[str], args: list, mode: str) -> set[str]:
