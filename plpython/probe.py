@@ -35,9 +35,10 @@ class Hit(NamedTuple):
     last_seen: Optional[float] = None   # epoch of the entity's last_seen (names)
 
 
-# Names are looked up one key at a time (a LATERAL subquery per key, kept
-# from being flattened into a join by OFFSET 0, a fence and not a page:
-# sqlfluff's ST05 and AM09 are silenced for it): with `= ANY(keys)` a planner that believes the bank small (no
+# Names are looked up one key at a time: each_key (sql/030_resolve.sql), then
+# a LATERAL subquery per key, kept from being flattened into a join by
+# OFFSET 0, a fence and not a page (sqlfluff's ST05 and AM09 are silenced
+# for it). With `= ANY(keys)` a planner that believes the bank small (no
 # statistics for it yet: a new database, a bank created since the last
 # ANALYZE) reads every row of the bank through the index's bank prefix and
 # filters, where a key costs one index descent whatever the bank's size.
@@ -45,7 +46,7 @@ SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
        'name' AS via, lower(e.canonical_name) AS lname, 1::bigint AS n,
        extract(EPOCH FROM e.last_seen)::float8 AS last_seen
-  FROM unnest($2::text[]) AS k (key)
+  FROM each_key($2::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT x.id, x.canonical_name, x.entity_kind, x.entity_type, x.last_seen
          FROM entities AS x
@@ -72,7 +73,7 @@ _UNION_MEMORY = """
 UNION ALL
 SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'memory' AS via,
        lower(e.canonical_name) AS lname, r.n, NULL AS last_seen
-  FROM unnest($4::text[]) AS k (key)
+  FROM each_key($4::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT k.key, min(m.entity_id::text)::uuid AS id, count(DISTINCT m.entity_id) AS n
          FROM mentions AS m
@@ -175,7 +176,7 @@ UNION ALL
 SQL_CONTEXT = """
 WITH near AS (
     SELECT e.id, lower(e.canonical_name) AS name
-      FROM unnest($3::text[]) AS k (key)
+      FROM each_key($3::text[]) AS k (key)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name FROM entities AS x
             WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
@@ -204,7 +205,7 @@ SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
 
 _NEAR_BY_NAME = """near AS (
     SELECT e.id, lower(e.canonical_name) AS name
-      FROM unnest($3::text[]) AS k (key)
+      FROM each_key($3::text[]) AS k (key)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name FROM entities AS x
             WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
@@ -213,7 +214,7 @@ _NEAR_BY_NAME = """near AS (
 # context_by_entity: a nearby name reaches its entity through an alias too.
 _NEAR_BY_NAME_OR_ALIAS = """near AS (
     SELECT e.id, lower(e.canonical_name) AS name
-      FROM unnest($3::text[]) AS k (key)
+      FROM each_key($3::text[]) AS k (key)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name FROM entities AS x
             WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
@@ -239,7 +240,7 @@ WITH pend AS (
 
 near AS (
     SELECT e.id, lower(e.canonical_name) AS name
-      FROM unnest($3::text[]) AS k (key)
+      FROM each_key($3::text[]) AS k (key)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name FROM entities AS x
             WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
