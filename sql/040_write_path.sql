@@ -605,9 +605,9 @@ COMMENT ON FUNCTION {{ internal }}._statistics_ready() IS
 'Internal: whether entities and mentions were analysed at 1000 rows or more (checked every 10 s a session).';
 
 -- The switches a session sets with SET (entity_resolver.generic_plans,
--- entity_resolver.flush_at_commit) read as PostgreSQL reads a boolean
--- setting: on/true/yes/1 and off/false/no/0, any case, blanks around ignored;
--- unset or empty is the switch's default. Anything else is an error naming it.
+-- entity_resolver.flush_at_commit) take the words of a boolean setting:
+-- on/true/yes/1 and off/false/no/0, any case, blanks around ignored; unset
+-- or empty is the switch's default. Anything else is an error naming it.
 CREATE OR REPLACE FUNCTION {{ internal }}._switch_setting(setting text, fallback text, allow_auto boolean)
 RETURNS text
 LANGUAGE plpgsql
