@@ -67,8 +67,8 @@ SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind,
 # LEAKPROOF, and a bank-bound role's join would then read the bank's entities.
 # One key at a time, as SQL_EXACT's names, and the remembered entity by its
 # id after it (a plain join let a planner that believes the bank small read
-# the bank once per key). A fragment (not an SQL_
-# statement): SQL_EXACT_MEMORY is SQL_EXACT followed by it.
+# the bank once per key). A fragment (not an SQL_ statement):
+# SQL_EXACT_MEMORY is SQL_EXACT followed by it.
 _UNION_MEMORY = """
 UNION ALL
 SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'memory' AS via,
@@ -173,15 +173,18 @@ UNION ALL
 #   pair  - the co-occurrences between the candidates and those entities;
 #   known - which of the given pairs the bank already has (so that pairs made
 #           earlier in the same call are counted in a degree only once).
-SQL_CONTEXT = """
-WITH near AS (
+# The nearby names' entities (context_by_entity adds aliases: _NEAR_BY_NAME_OR_ALIAS).
+_NEAR_BY_NAME = """near AS (
     SELECT e.id, lower(e.canonical_name) AS name
       FROM each_key($3::text[]) AS k (key)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name FROM entities AS x
             WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
            OFFSET 0) AS e  -- noqa: AM09
-)
+)"""
+
+SQL_CONTEXT = """
+WITH """ + _NEAR_BY_NAME + """
 
 SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
        (SELECT count(*) FROM entity_cooccurrences AS x
@@ -203,27 +206,13 @@ SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
                   AND c.cooccurrence_count > 0)
 """
 
-_NEAR_BY_NAME = """near AS (
-    SELECT e.id, lower(e.canonical_name) AS name
-      FROM each_key($3::text[]) AS k (key)
-     CROSS JOIN LATERAL (  -- noqa: ST05
-           SELECT x.id, x.canonical_name FROM entities AS x
-            WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
-           OFFSET 0) AS e  -- noqa: AM09
-)"""
 # context_by_entity: a nearby name reaches its entity through an alias too.
-_NEAR_BY_NAME_OR_ALIAS = """near AS (
-    SELECT e.id, lower(e.canonical_name) AS name
-      FROM each_key($3::text[]) AS k (key)
-     CROSS JOIN LATERAL (  -- noqa: ST05
-           SELECT x.id, x.canonical_name FROM entities AS x
-            WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
-           OFFSET 0) AS e  -- noqa: AM09
+_NEAR_BY_NAME_OR_ALIAS = _NEAR_BY_NAME.replace("-- noqa: AM09\n)", """-- noqa: AM09
     UNION
     SELECT a.entity_id AS id, lower(a.alias) AS name
       FROM entity_aliases AS a
      WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
-)"""
+)""")
 
 # The same, counting this transaction's queued pair increments as applied.
 # The bank's pairs it reads are one branch per way of touching the call
@@ -238,14 +227,7 @@ WITH pend AS (
      GROUP BY q.entity_id, q.entity_id_2
 ),
 
-near AS (
-    SELECT e.id, lower(e.canonical_name) AS name
-      FROM each_key($3::text[]) AS k (key)
-     CROSS JOIN LATERAL (  -- noqa: ST05
-           SELECT x.id, x.canonical_name FROM entities AS x
-            WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
-           OFFSET 0) AS e  -- noqa: AM09
-),
+""" + _NEAR_BY_NAME + """,
 
 touching AS (
     SELECT c.entity_id_1 AS a, c.entity_id_2 AS b, c.cooccurrence_count AS n
