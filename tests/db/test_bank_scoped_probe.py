@@ -4,17 +4,18 @@ The trigram index leads with bank_id (migration 0010, btree_gin), so the index
 itself intersects a bank's entries with the trigram matches: the heap is
 visited for the bank's own rows only, however many other banks share its
 names. Speed is measured in bench.banks; here the plan and the answers.
+A bank the planner's statistics do not know yet is probed and looked up by
+name through the same indexes (migration 0014, per-key look-ups).
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import psycopg
 import pytest
-
-import sys
-from pathlib import Path
 
 from bench import workloads
 from bench.latency import probe_statement
@@ -81,7 +82,6 @@ def test_a_banks_candidates_do_not_depend_on_other_banks(conn):
     assert all(alone)
     workloads.build_bank(conn, OTHERS, seed=5, bank_id="other")
     assert candidates() == alone
-
 
 
 @pytest.fixture
