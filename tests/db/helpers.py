@@ -1,20 +1,25 @@
 """Shared arrangements for the write-path tests: a spy on the resolver, fact
-streams and what their statistics must be, and a walk over a plan's nodes.
-Helpers arrange and read; the assertions stay in the tests."""
+streams and what their statistics must be, and the plans of the resolver's
+statements. Helpers arrange and read; the assertions stay in the tests."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from itertools import combinations
+from pathlib import Path
 
 import psycopg
 
 from entity_resolver.install import code_version
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
+import db as er_db  # noqa: E402  (the resolver's own modules, as the unit tests import them)
 
 SCHEMA = "entity_resolver"
 
@@ -32,6 +37,24 @@ def plan_nodes(plan: dict):
     yield plan
     for child in plan.get("Plans", []):
         yield from plan_nodes(child)
+
+
+def statement_plan(conn: psycopg.Connection, query: str, types: list[str], args: list,
+                   analyze: bool = False) -> dict:
+    """The plan of a resolver statement as the resolver runs it: its catalog tokens
+    substituted (db.plan()), under the resolver's search_path, prepared with
+    ``types`` and executed with ``args`` (EXPLAIN, ANALYZE too when asked)."""
+    conn.execute(f"SET search_path = {SCHEMA}, {SCHEMA}_internal, pg_catalog")
+    cur = conn.execute(er_db.SQL_CATALOG_TOKENS)
+    tokens = er_db.tokens_of(dict(zip([c.name for c in cur.description], cur.fetchone())))
+    conn.execute(f"PREPARE resolver_statement ({', '.join(types)}) AS " + er_db.substituted(query, tokens))
+    try:
+        cur = psycopg.ClientCursor(conn)
+        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+        cur.execute(f"EXPLAIN ({options}) EXECUTE resolver_statement ({', '.join(['%s'] * len(args))})", args)
+        return cur.fetchone()[0][0]["Plan"]
+    finally:
+        conn.execute("DEALLOCATE resolver_statement")
 
 
 def uid(n: int) -> str:

@@ -19,11 +19,10 @@ import pytest
 
 from bench import workloads
 from bench.latency import probe_statement
-from helpers import plan_nodes
+from helpers import plan_nodes, statement_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
-import db as er_db  # noqa: E402  (the resolver's own modules, as the unit tests import them)
-import probe  # noqa: E402
+import probe  # noqa: E402  (the resolver's own module, as the unit tests import it)
 
 SMALL = 300
 OTHERS = 4000
@@ -117,20 +116,6 @@ def unknown_bank(conn):
     return sorted({n.lower() for n in known.names[:20]})
 
 
-def _plan_of(conn, query: str, types: str, args: list) -> dict:
-    """EXPLAIN ANALYZE of a resolver statement (catalog tokens substituted) with these arguments."""
-    conn.execute("SET search_path = entity_resolver, entity_resolver_internal, pg_catalog")
-    cur = conn.execute(er_db.SQL_CATALOG_TOKENS)
-    tokens = er_db.tokens_of(dict(zip([c.name for c in cur.description], cur.fetchone())))
-    conn.execute(f"PREPARE probed ({types}) AS " + er_db.substituted(query, tokens))
-    try:
-        cur = psycopg.ClientCursor(conn)
-        cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE probed (" + ", ".join(["%s"] * len(args)) + ")", args)
-        return cur.fetchone()[0][0]["Plan"]
-    finally:
-        conn.execute("DEALLOCATE probed")
-
-
 def test_a_bank_the_statistics_do_not_know_is_probed_through_the_trigram_index(conn, unknown_bank):
     # Tested row by row with %, that is every row of the bank for every key;
     # the probe's bank condition is one only the trigram index answers
@@ -161,13 +146,13 @@ def test_names_of_a_bank_the_statistics_do_not_know_are_looked_up_one_index_desc
     # is an index condition.
     query = getattr(probe, statement)
     if statement.startswith("SQL_EXACT"):
-        types, args = "text, text[], text[], text[], float8", ["new", unknown_bank, [], unknown_bank, 0.8]
+        types, args = ["text", "text[]", "text[]", "text[]", "float8"], ["new", unknown_bank, [], unknown_bank, 0.8]
         if statement == "SQL_EXACT":
-            types, args = "text, text[], text[]", args[:3]
+            types, args = types[:3], args[:3]
     else:
         ids = [r[0] for r in conn.execute("SELECT id FROM entities WHERE bank_id = 'new' ORDER BY id LIMIT 20")]
-        types, args = "text, uuid[], text[], uuid[], uuid[]", ["new", ids, unknown_bank, ids[:3], ids[3:6]]
-    plan = _plan_of(conn, query, types, args)
+        types, args = ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"], ["new", ids, unknown_bank, ids[:3], ids[3:6]]
+    plan = statement_plan(conn, query, types, args, analyze=True)
     by_name = [n for n in _entity_reads(plan) if n.get("Index Name") == "entities_bank_folded_name_key"
                and "(id =" not in n.get("Filter", "")]   # not the remembered entity: see the next test
     assert by_name, json.dumps(plan)[:3000]
@@ -185,8 +170,8 @@ def test_the_remembered_entity_of_a_bank_the_statistics_do_not_know_is_read_by_i
     conn.execute("INSERT INTO facts (bank_id, content, mentions) VALUES ('new', 'x', %s)",
                  (json.dumps(unknown_bank[:5]),))
     conn.execute("ALTER TABLE mentions SET (autovacuum_enabled = false)")
-    plan = _plan_of(conn, probe.SQL_EXACT_MEMORY, "text, text[], text[], text[], float8",
-                    ["new", unknown_bank, [], unknown_bank, 0.0])
+    plan = statement_plan(conn, probe.SQL_EXACT_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
+                          ["new", unknown_bank, [], unknown_bank, 0.0], analyze=True)
     by_id = [n for n in _entity_reads(plan) if "(id =" in n.get("Filter", "") + n.get("Index Cond", "")
              and n.get("Actual Loops", 0) > 0]
     assert by_id, json.dumps(plan)[:3000]
@@ -204,8 +189,8 @@ def test_the_context_with_pending_statistics_reads_pairs_through_their_indexes(c
     names = sorted({n.lower() for n in small.names[:20]})
     for mode in ("force_custom_plan", "force_generic_plan"):
         conn.execute(f"SET plan_cache_mode = {mode}")
-        plan = _plan_of(conn, probe.SQL_CONTEXT_PENDING, "text, uuid[], text[], uuid[], uuid[]",
-                        ["small", ids, names, ids[:3], ids[3:6]])
+        plan = statement_plan(conn, probe.SQL_CONTEXT_PENDING, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
+                              ["small", ids, names, ids[:3], ids[3:6]], analyze=True)
         pairs = [n for n in plan_nodes(plan) if n.get("Relation Name") == "entity_cooccurrences"
                  or str(n.get("Index Name", "")).startswith("entity_cooccurrences")]
         assert pairs and all("Index Name" in n or n["Node Type"] == "Bitmap Heap Scan" for n in pairs), \

@@ -24,11 +24,10 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 from bench import workloads
-from helpers import plan_nodes
+from helpers import plan_nodes, statement_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
-import db as er_db  # noqa: E402  (the resolver's own modules, as the unit tests import them)
-import probe  # noqa: E402
+import probe  # noqa: E402  (the resolver's own module, as the unit tests import it)
 
 ER = "entity_resolver"
 IN = "entity_resolver_internal"
@@ -60,26 +59,12 @@ def team(conn):
     conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
-def _rendered(conn, query: str) -> str:
-    """A resolver statement with the catalog tokens db.plan() substitutes."""
-    conn.execute(f"SET search_path = {ER}, {IN}, pg_catalog")
-    cur = conn.execute(er_db.SQL_CATALOG_TOKENS)
-    row = dict(zip([c.name for c in cur.description], cur.fetchone()))
-    return er_db.substituted(query, er_db.tokens_of(row))
-
-
-def _indexes(conn, name: str, query: str, types: list[str], args: list, mode: str) -> set[str]:
+def _indexes(conn, query: str, types: list[str], args: list, mode: str) -> set[str]:
     """The indexes a statement's plan reads, for this session's role."""
-    conn.execute(f"SET search_path = {ER}, {IN}, pg_catalog")
     conn.execute("SET pg_trgm.similarity_threshold = 0.3")
     conn.execute("SET pg_trgm.strict_word_similarity_threshold = 1")
     conn.execute(f"SET plan_cache_mode = {mode}")
-    conn.execute(f"PREPARE {name} ({', '.join(types)}) AS {_rendered(conn, query)}")
-    cur = psycopg.ClientCursor(conn)
-    placeholders = ", ".join(["%s"] * len(args))
-    cur.execute(f"EXPLAIN (FORMAT JSON) EXECUTE {name} ({placeholders})", args)
-    plan = cur.fetchone()[0][0]["Plan"]
-    conn.execute(f"DEALLOCATE {name}")
+    plan = statement_plan(conn, query, types, args)
     # Ours only: the policy's own look-ups (bank_roles, pg_authid) are the bound role's alone.
     return {node["Index Name"] for node in plan_nodes(plan)
             if node.get("Index Name", "").startswith(("entities", "entity_aliases", "mentions"))}
@@ -107,9 +92,9 @@ def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team, mod
                     {"entities_name_trgm_idx", "entities_label_idx"}),
     }
     for name, (query, types, args, expected) in statements.items():
-        owner = _indexes(conn, name, query, types, args, mode)
+        owner = _indexes(conn, query, types, args, mode)
         assert expected <= owner, (name, owner)
-        assert _indexes(bound, name, query, types, args, mode) == owner, name
+        assert _indexes(bound, query, types, args, mode) == owner, name
 
 
 def test_a_bound_role_resolves_and_explains_as_the_owner(conn, team):
