@@ -34,9 +34,10 @@ repository's .sqlfluff renders: ``@trgm@`` (pg_trgm's schema) is
 canonical_name's collation) is ``{{ name_collation }}`` (rendered
 ``pg_catalog."default"``), ``@sim@`` (the trigram index's operator class schema) is
 ``{{ internal }}``, ``@bank_collate@`` (the COLLATE clause of the probe's bank
-condition) is ``{{ bank_collation }}`` (rendered ``COLLATE pg_catalog."C"``). Templated, because sqlfluff's postgres dialect
-reads COLLATE's operand as a column reference (RF01/RF02/RF03 would flag every
-collation) and ignores violations in templated text, as it does in sql/.
+condition) is ``{{ bank_collation }}`` (rendered ``COLLATE pg_catalog."C"``).
+Templated, because sqlfluff's postgres dialect reads COLLATE's operand as a
+column reference (RF01/RF02/RF03 would flag every collation) and ignores
+violations in templated text, as it does in sql/.
 Parameters ($1, $2, ...) stay: the postgres dialect reads them.
 
 src/entity_resolver/*.py holds no SQL_ constants: its statements are written
