@@ -57,8 +57,7 @@ def probe_statement(conn: psycopg.Connection) -> str:
         conn.execute("SELECT set_config('search_path', %s, false)", previous)
     text = (text.replace("@trgm@", row["trgm"]).replace("@sim@", row["trgm_ops"] or row["trgm"])
             .replace("@collate@", row["name_collation"]).replace("@bank_collate@", row.get("bank_collation") or ""))
-    text = (text.replace("folded(", f"{SCHEMA}_internal.folded(").replace("each_key(", f"{SCHEMA}_internal.each_key(")
-            .replace("%", "%%"))
+    text = text.replace("folded(", f"{SCHEMA}_internal.folded(").replace("%", "%%")
     text = re.sub(r"\$(\d+)", lambda m: f"%(p{m.group(1)})s", text)
     return f"SELECT count(*) FROM ({text}) AS probe"
 

@@ -99,7 +99,7 @@ SQL_EXACT_MEMORY = SQL_EXACT + _UNION_MEMORY
 SQL_CANDIDATES = """
 SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 AS sim,
        c.last_seen, c.entity_type
-  FROM each_key($2::text[]) WITH ORDINALITY AS q (m, i)
+  FROM unnest($2::text[]) WITH ORDINALITY AS q (m, i)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
@@ -114,21 +114,21 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
  ORDER BY q.i ASC, c.sim DESC, c.name ASC, coalesce(c.entity_type, '') ASC, c.id ASC
 """
 
-# A call's probe, in one statement: the keys after the first $4 (the narrow
-# ones) read only their candidates of identical trigram sets (similarity
-# 1.0), the others every candidate. A narrow key's rows are the first rows SQL_CANDIDATES
+# A call's probe, in one statement: the keys marked narrow ($4) read only
+# their candidates of identical trigram sets (similarity 1.0), the others
+# every candidate. A narrow key's rows are the first rows SQL_CANDIDATES
 # gives it, in the same order and limit: the index is asked for names
 # holding every trigram of the key (strict word similarity at the entry
 # points' threshold of 1; a whole name is such an extent of itself), which it
 # answers from its shortest posting lists, where the probe at the similarity
 # threshold reads them all. Each branch runs only for its keys (a one-time
-# filter on the key's position).
+# filter on the key's mark).
 _IDENTICAL_ROWS = """
       (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
               extract(EPOCH FROM e.last_seen)::float8 AS last_seen
          FROM entities AS e
-        WHERE q.i > $4 AND e.bank_id @bank_collate@ = $1
+        WHERE q.narrow AND e.bank_id @bank_collate@ = $1
           AND e.entity_kind <> 'label'
           AND folded(e.canonical_name) OPERATOR (@sim@.%>>) q.m
           AND @trgm@.similarity(lower(e.canonical_name), q.m) >= 1
@@ -137,9 +137,11 @@ _IDENTICAL_ROWS = """
 """
 
 SQL_PROBE = (SQL_CANDIDATES
+             .replace("unnest($2::text[]) WITH ORDINALITY AS q (m, i)",
+                      "unnest($2::text[], $4::boolean[]) WITH ORDINALITY AS q (m, narrow, i)")
              .replace("-- noqa: ST05\n       SELECT", "-- noqa: ST05\n      (SELECT")
              .replace("WHERE e.bank_id @bank_collate@ = $1",
-                      "WHERE q.i <= $4 AND e.bank_id @bank_collate@ = $1")
+                      "WHERE NOT q.narrow AND e.bank_id @bank_collate@ = $1")
              .replace("LIMIT $3\n       ) AS c", "LIMIT $3)\n       UNION ALL" + _IDENTICAL_ROWS + "       ) AS c"))
 
 
@@ -181,21 +183,8 @@ _NEAR_BY_NAME = """near AS (
            OFFSET 0) AS e  -- noqa: AM09
 )"""
 
-# Arrays are read through each_key (sql/030_resolve.sql), in ANY(ARRAY(SELECT
-# each_key(...))) too: planned for the call's values or generic, the
-# statement then counts 10 elements, where a bare array parameter was counted
-# in a plan for the values only, which then always looked cheaper and was
-# made anew at every call (0.2-0.3 ms, most of the statement's time).
-# The pairs asked about ($4, $5: the two sides, in step).
-_ASKED = """asked AS (
-    SELECT k.a, ($5::uuid[])[k.i] AS b
-      FROM each_key($4::uuid[]) WITH ORDINALITY AS k (a, i)
-)"""
-
 SQL_CONTEXT = """
-WITH """ + _NEAR_BY_NAME + """,
-
-""" + _ASKED + """
+WITH """ + _NEAR_BY_NAME + """
 
 SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
        (SELECT count(*) FROM entity_cooccurrences AS x
@@ -207,11 +196,11 @@ UNION ALL
 SELECT 'pair' AS kind, c.entity_id_1::text AS a, c.entity_id_2::text AS b, NULL AS n
   FROM entity_cooccurrences AS c
  WHERE c.bank_id = $1 AND c.cooccurrence_count > 0
-   AND ((c.entity_id_1 = ANY(ARRAY(SELECT each_key($2::uuid[]))) AND c.entity_id_2 IN (SELECT near.id FROM near))
-        OR (c.entity_id_2 = ANY(ARRAY(SELECT each_key($2::uuid[]))) AND c.entity_id_1 IN (SELECT near.id FROM near)))
+   AND ((c.entity_id_1 = ANY($2::uuid[]) AND c.entity_id_2 IN (SELECT near.id FROM near))
+        OR (c.entity_id_2 = ANY($2::uuid[]) AND c.entity_id_1 IN (SELECT near.id FROM near)))
 UNION ALL
 SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
-  FROM asked AS k
+  FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)
  WHERE EXISTS (SELECT 1 FROM entity_cooccurrences AS c
                 WHERE c.bank_id = $1 AND c.entity_id_1 = k.a AND c.entity_id_2 = k.b
                   AND c.cooccurrence_count > 0)
@@ -222,7 +211,7 @@ _NEAR_BY_NAME_OR_ALIAS = _NEAR_BY_NAME.replace("-- noqa: AM09\n)", """-- noqa: A
     UNION
     SELECT a.entity_id AS id, lower(a.alias) AS name
       FROM entity_aliases AS a
-     WHERE a.bank_id = $1 AND folded(a.alias) = ANY(ARRAY(SELECT each_key($3::text[])))
+     WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
 )""")
 
 # The same, counting this transaction's queued pair increments as applied.
@@ -240,8 +229,6 @@ WITH pend AS (
 
 """ + _NEAR_BY_NAME + """,
 
-""" + _ASKED + """,
-
 touching AS (
     SELECT c.entity_id_1 AS a, c.entity_id_2 AS b, c.cooccurrence_count AS n
       FROM entity_cooccurrences AS c
@@ -253,14 +240,14 @@ touching AS (
     UNION
     SELECT c.entity_id_1 AS a, c.entity_id_2 AS b, c.cooccurrence_count AS n
       FROM entity_cooccurrences AS c
-     WHERE c.bank_id = $1 AND c.entity_id_1 = ANY(ARRAY(SELECT each_key($2::uuid[])))
+     WHERE c.bank_id = $1 AND c.entity_id_1 = ANY($2::uuid[])
     UNION
     SELECT c.entity_id_1 AS a, c.entity_id_2 AS b, c.cooccurrence_count AS n
       FROM entity_cooccurrences AS c
-     WHERE c.bank_id = $1 AND c.entity_id_2 = ANY(ARRAY(SELECT each_key($2::uuid[])))
+     WHERE c.bank_id = $1 AND c.entity_id_2 = ANY($2::uuid[])
     UNION
     SELECT c.entity_id_1 AS a, c.entity_id_2 AS b, c.cooccurrence_count AS n
-      FROM asked AS k
+      FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)
      INNER JOIN entity_cooccurrences AS c ON c.bank_id = $1 AND k.a = c.entity_id_1 AND k.b = c.entity_id_2
 ),
 
@@ -277,11 +264,11 @@ UNION ALL
 SELECT 'pair' AS kind, eff.a::text AS a, eff.b::text AS b, NULL AS n
   FROM eff
  WHERE eff.n > 0
-   AND ((eff.a = ANY(ARRAY(SELECT each_key($2::uuid[]))) AND eff.b IN (SELECT near.id FROM near))
-        OR (eff.b = ANY(ARRAY(SELECT each_key($2::uuid[]))) AND eff.a IN (SELECT near.id FROM near)))
+   AND ((eff.a = ANY($2::uuid[]) AND eff.b IN (SELECT near.id FROM near))
+        OR (eff.b = ANY($2::uuid[]) AND eff.a IN (SELECT near.id FROM near)))
 UNION ALL
 SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
-  FROM asked AS k
+  FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)
  WHERE EXISTS (SELECT 1 FROM eff WHERE eff.a = k.a AND eff.b = k.b AND eff.n > 0)
 """
 
@@ -385,8 +372,8 @@ def candidates_and_identical(plpy, bank_id: str, keys: List[str], narrow: List[s
     every = keys + narrow
     if not every:
         return {}, {}, {}
-    by_key, names = _by_key(every, db.run(plpy, "probe", SQL_PROBE, ["text", "text[]", "int", "int"],
-                                          [bank_id, every, limit, len(keys)]))
+    by_key, names = _by_key(every, db.run(plpy, "probe", SQL_PROBE, ["text", "text[]", "int", "boolean[]"],
+                                          [bank_id, every, limit, [False] * len(keys) + [True] * len(narrow)]))
     return {k: by_key[k] for k in keys}, {k: by_key[k] for k in narrow}, names
 
 

@@ -10,18 +10,14 @@
 -- (plpython/probe.py, SQL_PROBE) asks the trigram index for names holding
 -- every trigram of the mention, with the caller's value untouched.
 
--- The elements of an array, for the resolver's statements that take keys or
--- ids as arrays (plpython/probe.py): unnest itself (its C function), without
--- unnest's row estimate. unnest counts a constant array and guesses 10 for a
--- parameter (as does `= ANY(array)`), so a statement planned for its actual
--- keys always looks cheaper than its generic plan and PostgreSQL plans it
--- again at every call (0.2-0.4 ms a statement); 10 rows here in both, and the
--- generic plan is kept. Polymorphic, as unnest: text keys and uuid ids.
--- It replaces each_key(text[]), which development snapshots of 0.2.0 had.
-DROP FUNCTION IF EXISTS {{ internal }}.each_key(text[]);
-
-CREATE OR REPLACE FUNCTION {{ internal }}.each_key(keys anyarray)
-RETURNS SETOF anyelement
+-- The rows of a text array, for the resolver's look-ups one key at a time
+-- (plpython/probe.py): unnest itself (its C function), without unnest's row
+-- estimate. unnest counts a constant array and guesses 10 for a parameter,
+-- so a statement planned for its actual keys always looks cheaper than its
+-- generic plan and PostgreSQL plans it again at every call (0.4 ms a
+-- statement); 10 rows here in both, and the generic plan is kept.
+CREATE OR REPLACE FUNCTION {{ internal }}.each_key(keys text[])
+RETURNS SETOF text
 LANGUAGE internal
 IMMUTABLE
 STRICT
@@ -29,7 +25,7 @@ PARALLEL SAFE
 ROWS 10
 AS 'array_unnest';
 
-COMMENT ON FUNCTION {{ internal }}.each_key(anyarray) IS
+COMMENT ON FUNCTION {{ internal }}.each_key(text[]) IS
 'Internal: the elements of keys, in order (unnest with a fixed row estimate of 10).';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mentions(

@@ -123,13 +123,7 @@ BEGIN
             least(a.entity_id, m.entity_id) AS entity_id_1,
             greatest(a.entity_id, m.entity_id) AS entity_id_2,
             max(greatest(a.event_date, m.event_date)) AS event_date
-        FROM (
-            SELECT
-                k.unit_id,
-                added_entities[k.i] AS entity_id,
-                added_dates[k.i] AS event_date
-            FROM each_key(added_units) WITH ORDINALITY AS k (unit_id, i)
-        ) AS a
+        FROM unnest(added_units, added_entities, added_dates) AS a (unit_id, entity_id, event_date)
         INNER JOIN unit_entities AS m
             ON
                 m.bank_id = b
@@ -286,7 +280,7 @@ BEGIN
     -- the record (step 5).
     WITH claimed AS (
         DELETE FROM stats_queue AS q
-        WHERE q.bank_id = b AND q.id = ANY(ARRAY(SELECT each_key(claim_ids)))
+        WHERE q.bank_id = b AND q.id = ANY(claim_ids)
         RETURNING q.entity_id, q.entity_id_2, q.increment, q.event_date, q.earliest, q.recompute
     ),
 
@@ -323,7 +317,7 @@ BEGIN
     -- to these entities are never held up by a flush.
     PERFORM 1
     FROM entities AS e
-    WHERE e.bank_id = b AND e.id = ANY(ARRAY(SELECT each_key(e_ids)))
+    WHERE e.bank_id = b AND e.id = ANY(e_ids)
     ORDER BY e.id
     FOR NO KEY UPDATE OF e;
 
@@ -332,15 +326,8 @@ BEGIN
         mention_count = e.mention_count + u.increment,
         last_seen = CASE WHEN u.recompute THEN e.last_seen ELSE greatest(e.last_seen, u.event_date) END,
         first_seen = CASE WHEN u.recompute THEN e.first_seen ELSE least(e.first_seen, u.earliest) END
-    FROM (
-        SELECT
-            k.id,
-            e_increments[k.i] AS increment,
-            e_dates[k.i] AS event_date,
-            e_earliest[k.i] AS earliest,
-            e_recompute[k.i] AS recompute
-        FROM each_key(e_ids) WITH ORDINALITY AS k (id, i)
-    ) AS u
+    FROM unnest(e_ids, e_increments, e_dates, e_earliest, e_recompute)
+        AS u (id, increment, event_date, earliest, recompute)
     WHERE e.bank_id = b AND e.id = u.id;
     GET DIAGNOSTICS entities_updated = ROW_COUNT;
 
@@ -356,14 +343,8 @@ BEGIN
         u.entity_id_2,
         u.increment,
         u.event_date
-    FROM (
-        SELECT
-            k.entity_id_1,
-            p_ids_2[k.i] AS entity_id_2,
-            p_increments[k.i] AS increment,
-            p_dates[k.i] AS event_date
-        FROM each_key(p_ids_1) WITH ORDINALITY AS k (entity_id_1, i)
-    ) AS u
+    FROM unnest(p_ids_1, p_ids_2, p_increments, p_dates)
+        AS u (entity_id_1, entity_id_2, increment, event_date)
     WHERE
         EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = u.entity_id_1)
         AND EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = u.entity_id_2)

@@ -16,9 +16,8 @@ import pytest
 
 from helpers import insert_facts
 
-# (bank_id)::text: the probe compares the bank under the "C" collation (migration 0014).
-LITERAL_BANK = re.compile(r"bank_id(?:\)::text)? = '[^']*'::text")
-PARAMETER_BANK = re.compile(r"bank_id(?:\)::text)? = \$\d+")
+LITERAL_BANK = re.compile(r"bank_id = '[^']*'::text")
+PARAMETER_BANK = re.compile(r"bank_id = \$\d+")
 
 
 def explained(conn: psycopg.Connection):
@@ -64,28 +63,6 @@ def test_auto_leaves_plans_to_postgresql_while_the_tables_have_no_statistics(con
     insert_facts(other, "team", [["Acme", "Bergen"]])
     literal, parameter = plans()
     assert literal > 0 and parameter == 0
-
-
-def test_without_statistics_a_fact_at_a_time_runs_on_plans_made_once(conn):
-    # Before the first ANALYZE, auto leaves the choice to PostgreSQL: five
-    # plans for the values, then the generic plan unless it looks dearer.
-    # A statement that took an array as unnest($n) or = ANY($n) counted the
-    # array's elements in a plan for the values and guessed 10 in the
-    # generic one, so it was planned again at every call (the probe, the
-    # context, the link and the flush at commit); each_key counts 10 in both.
-    for table in ("entities", "entity_cooccurrences", "stats_queue", "mentions", "unit_entities"):
-        conn.execute(f"ALTER TABLE entity_resolver.{table} SET (autovacuum_enabled = false)")
-    # A bank of some size: plans for 2 keys and for 10 differ in cost.
-    conn.execute("INSERT INTO entity_resolver.facts (bank_id, mentions) SELECT 'team', jsonb_build_array("
-                 "'Person ' || md5(g::text), 'Place ' || md5((g % 50)::text)) FROM generate_series(1, 1500) AS g")
-    facts = [["Ada Lovelace", "Charles Babbage", "London"], ["Ada Lovelace", "Analytical Engine"],
-             ["Charles Babbage", "London"], ["Ada Lovelace", "London", "Analytical Engine"]]
-    for n in range(8):
-        insert_facts(conn, "team", [facts[n % len(facts)]])
-    plans = explained(conn)
-    insert_facts(conn, "team", [["Ada Lovelace", "Charles Babbage"]])
-    literal, parameter = plans()
-    assert parameter > 0 and literal == 0, (literal, parameter)
 
 
 def test_on_switches_the_resolvers_statements_and_restores_the_sessions_value(conn):

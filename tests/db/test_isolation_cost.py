@@ -79,8 +79,8 @@ def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team, mod
     ids = [r[0] for r in conn.execute("SELECT id::text FROM entity_resolver.entities WHERE bank_id = 'team'"
                                       " ORDER BY id LIMIT 5")]
     statements = {
-        "probe": (probe.SQL_PROBE, ["text", "text[]", "int", "int"],
-                  ["team", keys + keys[:5], 200, len(keys)],
+        "probe": (probe.SQL_PROBE, ["text", "text[]", "int", "boolean[]"],
+                  ["team", keys + keys[:5], 200, [False] * len(keys) + [True] * 5],
                   {"entities_name_trgm_idx"}),
         "exact_memory": (probe.SQL_EXACT_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
                          ["team", keys, keys, keys, 0.8], {"entities_bank_folded_name_key", "mentions_memory_idx"}),

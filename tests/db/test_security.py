@@ -125,7 +125,7 @@ def own_functions(conn, schema=SCHEMA):
 # and look up no names, so a search_path setting would protect nothing and
 # cost a save and restore of it per call, per row of a probe.
 NATIVE = {f"{INTERNAL}.folded(text)", f"{INTERNAL}.trgm_similar(text,text)",
-          f"{INTERNAL}.trgm_strict_word_similar(text,text)", f"{INTERNAL}.each_key(anyarray)"}
+          f"{INTERNAL}.trgm_strict_word_similar(text,text)", f"{INTERNAL}.each_key(text[])"}
 
 
 def test_every_function_and_trigger_function_pins_search_path_with_pg_temp_last(conn):
