@@ -5,21 +5,17 @@ statements. Helpers arrange and read; the assertions stay in the tests."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from itertools import combinations
-from pathlib import Path
 
+import db as er_db
 import psycopg
 
 from entity_resolver.install import code_version
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
-import db as er_db  # noqa: E402  (the resolver's own modules, as the unit tests import them)
 
 SCHEMA = "entity_resolver"
 

@@ -11,18 +11,14 @@ name through the same indexes (migration 0014, per-key look-ups).
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
+import probe
 import psycopg
 import pytest
 
 from bench import workloads
 from bench.latency import probe_statement
 from helpers import plan_nodes, statement_plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
-import probe  # noqa: E402  (the resolver's own module, as the unit tests import it)
 
 SMALL = 300
 OTHERS = 4000

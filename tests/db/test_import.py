@@ -141,7 +141,7 @@ def test_gold_is_kept_for_evaluation_but_not_in_the_stored_mentions():
 
 
 def test_the_parser_is_the_servers_module_loaded_without_touching_sys_path():
-    # A fresh interpreter: the unit tests' conftest puts plpython/ on sys.path.
+    # A fresh interpreter: pytest's pythonpath (pyproject.toml) puts plpython/ on sys.path.
     code = (
         "import sys; from entity_resolver import importer;"
         "m = importer.server_parser();"

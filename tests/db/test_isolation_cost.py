@@ -13,10 +13,9 @@ measured by bench.banks.measure_roles (docs/benchmarks.md).
 from __future__ import annotations
 
 import json
-import sys
 import uuid
-from pathlib import Path
 
+import probe
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,9 +24,6 @@ from psycopg import sql
 
 from bench import workloads
 from helpers import plan_nodes, statement_plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plpython"))
-import probe  # noqa: E402  (the resolver's own module, as the unit tests import it)
 
 ER = "entity_resolver"
 IN = "entity_resolver_internal"

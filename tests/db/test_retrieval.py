@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import psycopg
 import pytest
+import settings
 from helpers import insert_facts, make_bank, uid
-
-PLPYTHON = Path(__file__).resolve().parents[2] / "plpython"
 
 
 @pytest.fixture
@@ -74,11 +70,6 @@ def test_seeds_do_not_use_up_the_per_entity_cap(conn, bank):
 
 
 def test_default_per_entity_cap_is_the_settings_default(conn, bank):
-    sys.path.insert(0, str(PLPYTHON))
-    try:
-        import settings
-    finally:
-        sys.path.remove(str(PLPYTHON))
     limit = settings.DEFAULTS["expansion_per_entity_limit"]
     ent = conn.execute("SELECT id FROM entity_resolver.entities WHERE canonical_name = 'A'").fetchone()[0]
     bank(1, ["A"])
