@@ -15,17 +15,24 @@ from callstate import CallState, pair
 from settings import lever
 
 
-def near_forms(near_names: Iterable[str], cfg, data: names_mod.NameData) -> Dict[str, str]:
-    """Each nearby name, and (context_by_entity) its form without legal forms: form -> the nearby name."""
-    out = {}
+def near_forms(near_names: Iterable[str], cfg, data: names_mod.NameData) -> Dict[str, Set[str]]:
+    """Each nearby name, and (context_by_entity) its form without legal forms: form -> the nearby names of that form.
+
+    Two nearby names can share a form ("Acme" and "Acme Inc" both reach the
+    entity Acme): the form stands for both, so what it reaches never depends
+    on the order the names come in (a set's order changes from session to
+    session).
+    """
+    out: Dict[str, Set[str]] = {}
+    strip = lever(cfg, "context_by_entity") and lever(cfg, "org_suffixes")
     for n in near_names:
         if not n:
             continue
-        out.setdefault(n, n)
-        if lever(cfg, "context_by_entity") and lever(cfg, "org_suffixes"):
+        out.setdefault(n, set()).add(n)
+        if strip:
             s = names_mod.stripped(n, data)
             if s is not None:
-                out.setdefault(s, n)
+                out.setdefault(s, set()).add(n)
     return out
 
 
@@ -56,11 +63,13 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
     # alias too, or (typed_mentions) the name of a person and of a place.
     reach: Dict[str, Set[str]] = {}
     for form, entities in ctx.near.items():
-        reach.setdefault(forms.get(form, form), set()).update(entities)
-    for form, name in forms.items():
+        for name in forms.get(form, (form,)):
+            reach.setdefault(name, set()).update(entities)
+    for form, names in forms.items():
         for ent in state.created.get(form, ()):
             if ent.kind != "label":
-                reach.setdefault(name, set()).add(ent.id)
+                for name in names:
+                    reach.setdefault(name, set()).add(ent.id)
     degree: Dict[str, int] = {}
     for n in set().union(*reach.values()) if reach else ():
         extra = sum(1 for x in state.partners_of(n)

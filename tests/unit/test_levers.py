@@ -13,6 +13,7 @@ import pytest
 from hypothesis import assume, given, settings as hsettings, strategies as st
 
 import candidates
+import context
 import memory
 import names
 import words
@@ -347,3 +348,17 @@ def test_memory_respects_types_and_exact_names():
     assert memory.remembered("j smith", "person", bank, CallState(), ENHANCED)[0] == "e1"
     named = {"j smith": bank["j smith"] + [Hit("e9", "J Smith", "regular", None, "name", "j smith")]}
     assert memory.remembered("j smith", None, named, CallState(), ENHANCED) is None
+
+
+# -- context by entity -------------------------------------------------------------------
+
+@given(st.permutations(["acme", "acme inc", "acme corp", "alex kim"]))
+def test_nearby_names_sharing_a_form_each_reach_it_in_any_order(near):
+    # "Acme" and "Acme Inc" next to a mention both reach the entity Acme: the
+    # form stands for every nearby name of that form, so a fact's co-occurrence
+    # never depends on the order its nearby names come in (a set's order
+    # changes from session to session).
+    forms = context.near_forms(near, ENHANCED, DATA)
+    assert forms["acme"] == {"acme", "acme inc", "acme corp"}
+    assert forms["acme inc"] == {"acme inc"} and forms["alex kim"] == {"alex kim"}
+    assert context.near_forms(near, dict(ENHANCED, context_by_entity=False), DATA) == {n: {n} for n in near}
