@@ -1001,6 +1001,11 @@ def bench_cmd(
     imports: Annotated[bool, typer.Option("--imports/--no-imports", help="Also time imports: default batch, "
                                           "batch 1 and the 0.1.0 release, and the fact-by-fact replay against the "
                                           "version before issue 16 (about 4 minutes).")] = True,
+    accuracy: Annotated[bool, typer.Option("--accuracy/--no-accuracy", help="Also replay the committed corpora "
+                                           "under both profiles (the accuracy figures, evaluation.md; about 1.5 "
+                                           "minutes).")] = True,
+    neighbours: Annotated[int, typer.Option("--neighbours", min=0, help="Entities of 100 other banks beside a bank "
+                                            "of 1,000 in the banks-side-by-side figure (0: skip it).")] = 1_000_000,
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
                                         "workers on this machine (per-call delegation cost, facts/s); figures into "
                                         "docs/scaling.md. Needs Citus installed (make citus).")] = False,
@@ -1019,8 +1024,10 @@ def bench_cmd(
         dsn = _embedded(data_dir, quiet=as_json).dsn("postgres")
     err = _err()
     extra = {"evaluation_out": None} if no_out else {}
+    if not accuracy:
+        extra.update(corpora=None, evaluation_out=None)
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
-                       writer_seconds=writer_seconds, imports=imports,
+                       writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
     if as_json:
         _print_json(result)

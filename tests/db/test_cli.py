@@ -447,10 +447,14 @@ def test_eval_scores_a_labelled_stream(cli, tmp_path):
 
 
 def test_bench_runs_on_a_tiny_bank(cli, pg_cluster):
+    # The corpora replay is test_accuracy's; the banks side by side at a small scale.
     result = CliRunner().invoke(app, ["bench", "--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
-                                      "--writer-seconds", "0.2", "--no-out", "--no-imports", "--json"], env=CLEAN_ENV)
+                                      "--writer-seconds", "0.2", "--no-out", "--no-imports", "--no-accuracy",
+                                      "--neighbours", "2000", "--json"], env=CLEAN_ENV)
     assert result.exit_code == 0, result.output
-    assert "300" in json.loads(result.stdout)["sizes"]
+    data = json.loads(result.stdout)
+    assert "300" in data["sizes"] and "evaluation" not in data
+    assert data["neighbours"]["others"] == 2000 and data["neighbours"]["ratio_of_medians"] > 0
 
 
 # -- the embedded cluster -----------------------------------------------------------------
