@@ -156,19 +156,6 @@ def test_committed_corpora_are_what_the_seeded_generator_produces():
         assert (corpora / name).read_text(encoding="utf-8") == text, name
 
 
-def test_a_batch_of_any_size_scores_every_committed_corpus_as_fact_by_fact(conn):
-    # A batch is a speed knob, never a different answer: the same figures,
-    # and no fact whose recorded decisions differ from the fact-by-fact replay.
-    corpora = Path(__file__).resolve().parents[2] / "bench" / "corpora"
-    one = run_eval(conn, corpora, batch=1)
-    many = run_eval(conn, corpora, batch=500)
-    assert one["trace_mismatches"] == many["trace_mismatches"] == 0
-    for family, result in one["families"].items():
-        other = many["families"][family]
-        assert (other["pairwise"], other["bcubed"], other["wrong_merges"], other["fragmented"]) == \
-            (result["pairwise"], result["bcubed"], result["wrong_merges"], result["fragmented"]), family
-
-
 def test_the_functions_replay_is_fact_by_fact_only(conn, tiny):
     with pytest.raises(ValueError, match="batch"):
         run_eval(conn, tiny, replay="functions", batch=2)
