@@ -147,8 +147,6 @@ def test_eval_leaves_the_connection_as_it_was(conn, tiny):
 
 
 def test_committed_corpora_are_what_the_seeded_generator_produces():
-    from pathlib import Path
-
     from bench import generate_corpora
 
     corpora = Path(generate_corpora.__file__).resolve().parent / "corpora"
