@@ -1025,7 +1025,7 @@ def bench_cmd(
     err = _err()
     extra = {"evaluation_out": None} if no_out else {}
     if not accuracy:
-        extra.update(corpora=None, evaluation_out=None)
+        extra["corpora"] = None  # run_bench then writes no evaluation.md either
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
                        writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
