@@ -36,6 +36,23 @@ def near_forms(near_names: Iterable[str], cfg, data: names_mod.NameData) -> Dict
     return out
 
 
+def reached_entities(forms: Dict[str, Set[str]], bank_near: Dict[str, Set[str]],
+                     state: CallState) -> Dict[str, Set[str]]:
+    """The nearby name -> the entities it reaches through its forms: the bank's and the call's new ones.
+
+    One entity, but a name can be an alias too, or (typed_mentions) the name of
+    a person and of a place; labels are never partners.
+    """
+    reach: Dict[str, Set[str]] = {}
+    for form, names in forms.items():
+        entities = set(bank_near.get(form, ()))
+        entities.update(ent.id for ent in state.created.get(form, ()) if ent.kind != "label")
+        if entities:
+            for name in names:
+                reach.setdefault(name, set()).update(entities)
+    return reach
+
+
 def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState, cfg,
                   data: names_mod.NameData) -> None:
     """Set each survivor's partners: {nearby name: degree} for the entities the names reach."""
@@ -59,17 +76,7 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
     by_alias = lever(cfg, "context_by_entity")
     ctx = probe.context(plpy, bank.id, bank_ids, forms, ask, bank.pending, by_alias) if needs_bank \
         else probe.Context({}, {}, set(), set())
-    # The nearby name -> the entities it reaches: one, but a name can be an
-    # alias too, or (typed_mentions) the name of a person and of a place.
-    reach: Dict[str, Set[str]] = {}
-    for form, entities in ctx.near.items():
-        for name in forms.get(form, (form,)):
-            reach.setdefault(name, set()).update(entities)
-    for form, names in forms.items():
-        for ent in state.created.get(form, ()):
-            if ent.kind != "label":
-                for name in names:
-                    reach.setdefault(name, set()).add(ent.id)
+    reach = reached_entities(forms, ctx.near, state)
     degree: Dict[str, int] = {}
     for n in set().union(*reach.values()) if reach else ():
         extra = sum(1 for x in state.partners_of(n)
