@@ -30,21 +30,31 @@ def figures(r):
 
 @pytest.fixture(scope="module")
 def replays(er_proc):
-    """One eval of the corpora per profile, fact by fact, and the enhanced one in batches; one fresh database."""
+    """One eval of the corpora per profile, fact by fact, and the enhanced one in batches; one fresh database.
+
+    The replays run two at a time, each on a connection of its own (each eval
+    makes banks of its own): the corpora's decisions do not depend on what
+    other banks do meanwhile, nor on when the tables are analysed.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     import psycopg
+    from psycopg.conninfo import make_conninfo
     from pytest_postgresql.janitor import DatabaseJanitor
 
     from entity_resolver.install import install
 
     janitor = DatabaseJanitor(user=er_proc.user, host=er_proc.host, port=er_proc.port,
                               dbname="accuracy_profiles", template_dbname=er_proc.template_dbname)
+    dsn = make_conninfo(host=er_proc.host, port=er_proc.port, user=er_proc.user, dbname="accuracy_profiles")
+    runs = {"reference": {"profile": "reference"}, "enhanced": {"profile": "enhanced"},
+            "enhanced, batch 500": {"profile": "enhanced", "batch": 500}}
     with janitor:
-        with psycopg.connect(host=er_proc.host, port=er_proc.port, user=er_proc.user,
-                             dbname="accuracy_profiles", autocommit=True) as conn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
             install(conn)
-            out = {p: run_eval(conn, CORPORA, profile=p) for p in ("reference", "enhanced")}
-            out["enhanced, batch 500"] = run_eval(conn, CORPORA, profile="enhanced", batch=500)
-            yield out
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            started = {name: pool.submit(run_eval, dsn, CORPORA, **kw) for name, kw in runs.items()}
+            yield {name: future.result() for name, future in started.items()}
 
 
 def test_the_reference_profile_reproduces_the_pinned_figures(replays):
