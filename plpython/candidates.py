@@ -17,6 +17,7 @@ import memory
 import names as names_mod
 import probe
 import screen
+import small_bank
 from callstate import CallState
 from mentions import datetime_of
 from scoring import Candidate
@@ -70,7 +71,8 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
               memory_keys: List[str], cfg, data: names_mod.NameData,
               types: Optional[Dict[str, Set[Optional[str]]]] = None) -> View:
     """The exact look-up and the probe of a call: two statements (one more with queued dates, one more
-    for a key whose identical names do not settle it).
+    for a key whose identical names do not settle it). A small bank in a crowded table is read whole
+    instead of probed through the index (small_bank.py): the same rows, from one statement.
 
     A key's other forms are looked up by exact name, with the keys: "bob
     smith" finds "Robert Smith" as its form "robert smith", "acme inc" finds
@@ -89,8 +91,16 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     probed_forms = {f for k in fuzzy for f in forms[k].probed}
     narrow = [] if bank.isolated and not db.leakproof_probe(plpy) else _narrow_keys(fuzzy, forms, probed_forms,
                                                                                     hits, cfg)
-    by_key, identical, names = probe.candidates_and_identical(
-        plpy, bank.id, sorted((set(fuzzy) - set(narrow)) | probed_forms), narrow, cfg["max_candidates"])
+    full = sorted((set(fuzzy) - set(narrow)) | probed_forms)
+    limit, threshold = cfg["max_candidates"], probe_threshold(cfg)
+    small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
+                            db.call_setting("table_rows"))
+    if small is None:
+        by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, full, narrow, limit)
+    else:
+        by_key, names = small.candidates(full, limit, threshold)
+        identical, identical_names = small.candidates(narrow, limit, threshold, identical_only=True)
+        names.update(identical_names)
     unsettled = []
     for k, rows in identical.items():
         if all(screen.settled_by_identical(k, rows, cfg, t, data) for t in (types or {}).get(k) or {None}):
@@ -99,7 +109,8 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
             unsettled.append(k)
     if unsettled:
         # Rare: no identical name passes the screen (a word or type mismatch).
-        rest, rest_names = probe.candidates(plpy, bank.id, unsettled, cfg["max_candidates"])
+        rest, rest_names = probe.candidates(plpy, bank.id, unsettled, limit) if small is None \
+            else small.candidates(unsettled, limit, threshold)
         by_key.update(rest)
         names.update(rest_names)
     for f in exact:

@@ -12,6 +12,8 @@ from errors import InputError
 
 _PLANS = {}
 _COUNTER = {"statements": 0}
+# What the resolver call in progress read at its start (generic_plans).
+_CALL = {"small_bank_probe": "auto", "table_rows": 0.0}
 
 # Names substituted into statements, read from the catalog once per session:
 # @trgm@ is pg_trgm's schema (its functions and operators are qualified, so a
@@ -52,8 +54,16 @@ SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension A
 
 # The resolver's own statements may run with generic plans for the length of
 # a call (sql/040_write_path.sql, _generic_plans_begin, explains when). These
-# two are bookkeeping around the call, not its work: they are not counted.
-SQL_GENERIC_PLANS_BEGIN = "SELECT _generic_plans_begin() AS previous"
+# two are bookkeeping around the call, not its work: they are not counted. The
+# first also reads what the call's choice of probe needs (small_bank.py): its
+# setting (an error naming it when it is not auto, on or off) and how many
+# rows the planner believes the entities table holds (-1: never analysed).
+SQL_GENERIC_PLANS_BEGIN = """
+SELECT _generic_plans_begin() AS previous,
+       _switch_setting('entity_resolver.small_bank_probe', 'auto', TRUE) AS small_bank_probe,
+       (SELECT c.reltuples FROM pg_catalog.pg_class AS c WHERE c.oid = to_regclass('entities'))::float8
+           AS table_rows
+"""
 SQL_GENERIC_PLANS_END = "SELECT set_config('plan_cache_mode', $1, TRUE)"
 
 
@@ -113,6 +123,11 @@ def plan(plpy, name, query, types):
     return prepared
 
 
+def call_setting(name):
+    """What the resolver call in progress read at its start: small_bank_probe or table_rows."""
+    return _CALL[name]
+
+
 def run(plpy, name, query, types, args):
     """Prepare (once) and execute a statement; return its rows."""
     return execute(plpy, plan(plpy, name, query, types), args)
@@ -127,7 +142,10 @@ def generic_plans(plpy):
     error the caller catches in PL/Python would not).
     """
     begin = plan(plpy, "generic_plans_begin", SQL_GENERIC_PLANS_BEGIN, [])
-    previous = execute(plpy, begin, [], counted=False)[0]["previous"]
+    row = execute(plpy, begin, [], counted=False)[0]
+    previous = row["previous"]
+    _CALL["small_bank_probe"] = row["small_bank_probe"]
+    _CALL["table_rows"] = row["table_rows"] or 0.0
     try:
         yield
     finally:

@@ -93,8 +93,13 @@ def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team, mod
         assert _indexes(bound, query, types, args, mode) == owner, name
 
 
-def test_a_bound_role_resolves_and_explains_as_the_owner(conn, team):
+# small_bank_probe = on: the bank read whole (small_bank.py), under the
+# bound role's row-level security as under the owner's.
+@pytest.mark.parametrize("small_bank_probe", ["off", "on"])
+def test_a_bound_role_resolves_and_explains_as_the_owner(conn, team, small_bank_probe):
     bank, bound = team
+    for c in (conn, bound):
+        c.execute("SELECT set_config('entity_resolver.small_bank_probe', %s, false)", (small_bank_probe,))
     mentions = [bank.names[3], bank.names[10].lower(), bank.names[70].split(" ")[0], "Somebody New",
                 bank.names[120] + "x"]
     batch = json.dumps([{"text": m, "nearby": [bank.names[4]]} for m in mentions])

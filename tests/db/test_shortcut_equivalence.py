@@ -10,7 +10,9 @@ identical to it:
 - it stops at the first candidate with identical trigram sets that passes the
   word check, when the weights cannot add up to more than its 1.0
   (early_exact);
-- the word check computes difflib's ratio bounds by arithmetic (fast_words).
+- the word check computes difflib's ratio bounds by arithmetic (fast_words);
+- a small bank may be read whole and probed in Python instead of through the
+  trigram index (small_bank.py): every test runs both ways.
 
 The streams: the benchmark's seeded bank (communities, hubs, mentions that
 repeat, misspell, shorten and invent names next to their community), one
@@ -37,6 +39,14 @@ SIZE = 1500
 MENTIONS = 300
 PROBE = 0.3  # max(candidate_similarity, merge_min_similarity) at the defaults
 SCORED = ("chosen", "outscored", "below_threshold")
+
+
+@pytest.fixture(autouse=True, params=["off", "on"], ids=["index", "small_bank"])
+def probe_way(conn, request):
+    """entity_resolver.small_bank_probe: off probes through the index, on reads these banks whole."""
+    conn.execute("SELECT set_config('entity_resolver.small_bank_probe', %s, false)", (request.param,))
+    yield request.param
+    conn.execute("RESET entity_resolver.small_bank_probe")
 
 
 @pytest.fixture
