@@ -3,14 +3,19 @@
 The trigram index holds every bank's names, so a key's probe decodes posting
 lists as long as the whole table's, however small its own bank (a bank of 1,000
 entities beside 1,000,000 others: 7-9 times its probe alone, docs/benchmarks.md
-findings 13 and 19). Such a bank is cheaper to read whole, once per call, with
-each name's trigrams (show_trgm), and to compare with the keys here:
-trigrams.similarity is pg_trgm's float4 bit for bit. The rows a key gets are
-those of probe.SQL_PROBE: every name at or above the probe threshold (only the
-identical ones, similarity 1.0, for a narrow key), by similarity and then the
-statement's order (lower(canonical_name), type, id), cut at the same limit. So
-which way a call probes changes its cost, never its answer
+findings 13 and 19). Such a bank is cheaper to read whole, once per call, and
+to compare with the keys here: trigrams.similarity is pg_trgm's float4 bit for
+bit, from the trigram sets PostgreSQL makes (show_trgm). The rows a key gets
+are those of probe.SQL_PROBE: every name at or above the probe threshold (only
+the identical ones, similarity 1.0, for a narrow key), by similarity and then
+the statement's order (lower(canonical_name), type, id), cut at the same
+limit. So which way a call probes changes its cost, never its answer
 (tests/db/test_shortcut_equivalence.py holds both ways to explain_mention).
+
+A session keeps what does not change: a name's trigram set depends only on the
+name, and a bank's map from trigram to names changes only by the names added
+or gone since the last read, so a call reads the bank's names and asks
+PostgreSQL only for the trigrams of names it has not seen.
 
 entity_resolver.small_bank_probe chooses: auto (the default) reads the bank when
 the cost model below says it is cheaper; on reads any bank of at most BANK_MAX
@@ -18,7 +23,7 @@ regular entities; off always uses the index.
 """
 
 import math
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import db
 import trigrams
@@ -30,37 +35,39 @@ BANK_MAX = 5000
 # The cost model, from this machine's medians (docs/benchmarks.md finding 19):
 # beside other banks the index costs about INDEX_NS_PER_TABLE_ROW ns per key
 # and row of the table; reading a bank whole and comparing costs about
-# READ_NS_PER_NAME ns per name.
+# READ_NS_PER_NAME ns per name (a first read, which also makes the names' trigrams).
 INDEX_NS_PER_TABLE_ROW = 3.7
 READ_NS_PER_NAME = 24000.0
 # Below this many names, the index is as cheap: not worth a read that may be wasted.
 WORTH_MIN = 100
+# What a session keeps: the trigram sets of this many names at most, and the
+# maps of the banks it read last up to as many names in all (about 2.6 KB a
+# name: some 30 MB at most, in a session that reads small banks at all).
+NAMES_KEPT = 10000
 
 # Banks this session found larger than a read was worth: bank_id -> the size
-# exceeded. A bank only grows in a session's eyes here; being wrong costs time,
-# never an answer.
+# exceeded. Being wrong here costs time, never an answer.
 _LARGER: Dict[str, int] = {}
+_TRIGRAMS: Dict[str, FrozenSet[str]] = {}
+_MAPS: Dict[str, "NameMap"] = {}
 
-# The keys' trigrams and the bank's regular names with theirs, in one
-# statement: part 'key' in the keys' order (rank: the key's position), part
-# 'name' in the probe's tie order (rank), at most $3 names.
+# The bank's regular names in the probe's tie order (rank), at most $2.
 SQL_SMALL_BANK = """
-SELECT 'key' AS part, k.i AS rank, k.key AS name, NULL AS id, NULL AS canonical_name,
-       array_to_string(@trgm@.show_trgm(k.key), chr(%d)) AS tri, NULL::float8 AS last_seen,
-       NULL AS entity_type
-  FROM unnest($2::text[]) WITH ORDINALITY AS k (key, i)
-UNION ALL
-SELECT 'name' AS part,
-       row_number() OVER (ORDER BY b.name ASC, coalesce(b.entity_type, '') ASC, b.id ASC) AS rank,
-       b.name, b.id::text AS id, b.canonical_name,
-       array_to_string(@trgm@.show_trgm(b.name), chr(%d)) AS tri, b.last_seen, b.entity_type
-  FROM (SELECT e.id, e.canonical_name, lower(e.canonical_name) AS name, e.entity_type,
+SELECT b.name, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id,
+       row_number() OVER (ORDER BY b.name ASC, coalesce(b.entity_type, '') ASC, b.id ASC) AS rank
+  FROM (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
                extract(EPOCH FROM e.last_seen)::float8 AS last_seen
           FROM entities AS e
          WHERE e.bank_id = $1 AND e.entity_kind <> 'label'
          ORDER BY lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
-         LIMIT $3) AS b
-""" % (ord(trigrams.SEPARATOR), ord(trigrams.SEPARATOR))
+         LIMIT $2) AS b
+"""
+
+# The trigrams of texts this session has not seen yet (show_trgm's elements joined).
+SQL_TRIGRAMS = """
+SELECT t.text, array_to_string(@trgm@.show_trgm(t.text), chr(%d)) AS tri
+  FROM unnest($1::text[]) AS t (text)
+""" % ord(trigrams.SEPARATOR)
 
 
 def worth_reading(mode: str, n_keys: int, table_rows: float) -> int:
@@ -75,20 +82,26 @@ def worth_reading(mode: str, n_keys: int, table_rows: float) -> int:
     return most if most >= WORTH_MIN else 0
 
 
-class SmallBank:
-    """A bank's regular names with their trigram sets, and the keys' trigram sets."""
+class NameMap:
+    """A bank's names, each with its trigram set, and the names holding each trigram."""
 
-    def __init__(self, keys: Dict[str, FrozenSet[str]], rows: Sequence[dict]):
-        self.keys = keys
-        self.rows = list(rows)                     # in the probe's tie order
-        self.sets = [trigrams.parse(r["tri"]) for r in self.rows]
-        self.postings: Dict[str, List[int]] = {}
-        for n, s in enumerate(self.sets):
-            for t in s:
-                self.postings.setdefault(t, []).append(n)
+    def __init__(self) -> None:
+        self.sets: Dict[str, FrozenSet[str]] = {}
+        self.postings: Dict[str, Set[str]] = {}
 
-    def matches(self, key: str, threshold: float) -> List[Tuple[float, int]]:
-        """(similarity, row) of every name at or above ``threshold`` (> 0), best first, ties in row order.
+    def update(self, current: Dict[str, FrozenSet[str]]) -> None:
+        """Become the map of exactly ``current`` (name -> trigram set)."""
+        for name in [n for n in self.sets if n not in current]:
+            for t in self.sets.pop(name):
+                self.postings[t].discard(name)
+        for name, s in current.items():
+            if name not in self.sets:
+                self.sets[name] = s
+                for t in s:
+                    self.postings.setdefault(t, set()).add(name)
+
+    def matches(self, key: FrozenSet[str], threshold: float) -> List[Tuple[float, str]]:
+        """(similarity, name) of every name at or above ``threshold`` (> 0).
 
         A name reaching similarity t shares at least t * |key| of the key's
         trigrams (similarity <= common / |key|), so it holds one of any
@@ -96,21 +109,37 @@ class SmallBank:
         walked. The bound is lowered by a millionth, more than the float4
         rounding of a similarity can gain.
         """
-        a = self.keys.get(key) or frozenset()
-        if not a:
+        if not key:
             return []
-        need = max(1, math.ceil(threshold * len(a) * (1 - 1e-6)))
-        rare = sorted(a, key=lambda t: (len(self.postings.get(t, ())), t))[:len(a) - need + 1]
-        seen = set()
+        need = max(1, math.ceil(threshold * len(key) * (1 - 1e-6)))
+        rare = sorted(key, key=lambda t: (len(self.postings.get(t, ())), t))[:len(key) - need + 1]
+        seen: Set[str] = set()
         out = []
         for t in rare:
-            for n in self.postings.get(t, ()):
-                if n in seen:
-                    continue
-                seen.add(n)
-                sim = trigrams.similarity(a, self.sets[n])
-                if sim >= threshold:
-                    out.append((sim, n))
+            for name in self.postings.get(t, ()):
+                if name not in seen:
+                    seen.add(name)
+                    sim = trigrams.similarity(key, self.sets[name])
+                    if sim >= threshold:
+                        out.append((sim, name))
+        return out
+
+
+class SmallBank:
+    """A bank's regular names as read (in the probe's tie order), its map, and the keys' trigram sets."""
+
+    def __init__(self, keys: Dict[str, FrozenSet[str]], rows: Sequence[dict], name_map: NameMap):
+        self.keys = keys
+        self.rows = list(rows)
+        self.map = name_map
+        self.rows_of: Dict[str, List[int]] = {}
+        for n, r in enumerate(self.rows):
+            self.rows_of.setdefault(r["name"], []).append(n)
+
+    def matches(self, key: str, threshold: float) -> List[Tuple[float, int]]:
+        """(similarity, row) of every row at or above ``threshold``, best first, ties in row order."""
+        out = [(sim, n) for sim, name in self.map.matches(self.keys.get(key) or frozenset(), threshold)
+               for n in self.rows_of.get(name, ())]
         out.sort(key=lambda hit: (-hit[0], hit[1]))
         return out
 
@@ -120,14 +149,35 @@ class SmallBank:
         by_key: Dict[str, List[Candidate]] = {}
         names: Dict[str, str] = {}
         for key in keys:
-            hits = self.matches(key, 1.0 if identical_only else threshold)[:limit]
             by_key[key] = []
-            for sim, n in hits:
+            for sim, n in self.matches(key, 1.0 if identical_only else threshold)[:limit]:
                 r = self.rows[n]
                 by_key[key].append(Candidate(r["id"], r["name"], sim, datetime_of(r["last_seen"]),
                                              entity_type=r["entity_type"]))
                 names[r["id"]] = r["canonical_name"]
         return by_key, names
+
+
+def trigram_sets(plpy, texts: Iterable[str]) -> Dict[str, FrozenSet[str]]:
+    """Each text's trigram set: from this session's memory, PostgreSQL asked only for the others."""
+    wanted = set(texts)
+    missing = sorted(t for t in wanted if t not in _TRIGRAMS)
+    if missing:
+        if len(_TRIGRAMS) + len(missing) > NAMES_KEPT:
+            _TRIGRAMS.clear()
+        rows = db.run(plpy, "small_bank_trigrams", SQL_TRIGRAMS, ["text[]"], [missing])
+        for r in rows:
+            _TRIGRAMS[r["text"]] = trigrams.parse(r["tri"])
+    return {t: _TRIGRAMS[t] for t in wanted}
+
+
+def _map_of(bank_id: str) -> NameMap:
+    """The bank's map, kept last in line; the maps read longest ago go while they hold too many names."""
+    name_map = _MAPS.pop(bank_id, None) or NameMap()
+    while _MAPS and sum(len(m.sets) for m in _MAPS.values()) + len(name_map.sets) > NAMES_KEPT:
+        _MAPS.pop(next(iter(_MAPS)))
+    _MAPS[bank_id] = name_map
+    return name_map
 
 
 def read(plpy, bank, keys: Sequence[str], mode: str, table_rows: float) -> Optional[SmallBank]:
@@ -140,9 +190,12 @@ def read(plpy, bank, keys: Sequence[str], mode: str, table_rows: float) -> Optio
     most = worth_reading(mode, len(keys), table_rows)
     if most == 0 or most <= _LARGER.get(bank.id, 0) or not db.leakproof_probe(plpy):
         return None
-    rows = db.run(plpy, "small_bank", SQL_SMALL_BANK, ["text", "text[]", "int"], [bank.id, list(keys), most + 1])
-    names = sorted((r for r in rows if r["part"] == "name"), key=lambda r: r["rank"])
-    if len(names) > most:
+    rows = sorted(db.run(plpy, "small_bank", SQL_SMALL_BANK, ["text", "int"], [bank.id, most + 1]),
+                  key=lambda r: r["rank"])
+    if len(rows) > most:
         _LARGER[bank.id] = most
         return None
-    return SmallBank({r["name"]: trigrams.parse(r["tri"]) for r in rows if r["part"] == "key"}, names)
+    sets = trigram_sets(plpy, [r["name"] for r in rows] + list(keys))
+    name_map = _map_of(bank.id)
+    name_map.update({r["name"]: sets[r["name"]] for r in rows})
+    return SmallBank({k: sets[k] for k in keys}, rows, name_map)
