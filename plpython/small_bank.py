@@ -22,7 +22,6 @@ the cost model below says it is cheaper; on reads any bank of at most BANK_MAX
 regular entities; off always uses the index.
 """
 
-import math
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import db
@@ -103,16 +102,13 @@ class NameMap:
     def matches(self, key: FrozenSet[str], threshold: float) -> List[Tuple[float, str]]:
         """(similarity, name) of every name at or above ``threshold`` (> 0).
 
-        A name reaching similarity t shares at least t * |key| of the key's
-        trigrams (similarity <= common / |key|), so it holds one of any
-        |key| - ceil(t * |key|) + 1 of them: only the rarest that many are
-        walked. The bound is lowered by a millionth, more than the float4
-        rounding of a similarity can gain.
+        A name reaching the threshold holds one of the key's rarest
+        trigrams.prefix_length of them: only those are walked.
         """
         if not key:
             return []
-        need = max(1, math.ceil(threshold * len(key) * (1 - 1e-6)))
-        rare = sorted(key, key=lambda t: (len(self.postings.get(t, ())), t))[:len(key) - need + 1]
+        by_rarity = sorted(key, key=lambda t: (len(self.postings.get(t, ())), t))
+        rare = by_rarity[:trigrams.prefix_length(len(key), threshold)]
         seen: Set[str] = set()
         out = []
         for t in rare:

@@ -37,6 +37,17 @@ def similarity(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     return _float4(common / (len(a) + len(b) - common))
 
 
+def prefix_length(size: int, threshold: float) -> int:
+    """How many of a set's rarest trigrams another set reaching ``threshold`` must share one of.
+
+    Two sets reach similarity t only if they share at least t * |a| trigrams
+    (similarity <= common / |a|), so the other set holds one of any
+    |a| - ceil(t * |a|) + 1 of a's trigrams. A margin for float4 rounding: a
+    shorter required overlap only lengthens the prefix.
+    """
+    return size - max(1, math.ceil(threshold * size - 0.01)) + 1
+
+
 def neighbours(trigrams: Dict[str, FrozenSet[str]], threshold: float) -> Dict[str, List[Tuple[str, float]]]:
     """For every key, the keys (itself included) whose similarity to it reaches ``threshold``.
 
@@ -60,10 +71,7 @@ def neighbours(trigrams: Dict[str, FrozenSet[str]], threshold: float) -> Dict[st
         tri = sorted(trigrams[key], key=lambda t: (frequency[t], t))
         if not tri:
             continue
-        # (a margin for float4 rounding: a shorter required overlap only
-        # lengthens the prefix)
-        overlap = max(1, math.ceil(threshold * len(tri) - 0.01))
-        prefix = tri[:len(tri) - overlap + 1]
+        prefix = tri[:prefix_length(len(tri), threshold)]
         prefixes[key] = prefix
         for t in prefix:
             postings.setdefault(t, []).append(key)
