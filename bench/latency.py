@@ -62,6 +62,13 @@ def probe_statement(conn: psycopg.Connection) -> str:
     return f"SELECT count(*) FROM ({text}) AS probe"
 
 
+def threshold_probe(conn: psycopg.Connection, cfg: Dict[str, Any]) -> str:
+    """The probe statement, with this session's pg_trgm threshold set as the resolver sets it for ``cfg``."""
+    threshold = max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
+    conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false)", (repr(float(threshold)),))
+    return probe_statement(conn)
+
+
 def effective_settings(conn: psycopg.Connection, bank_id: str) -> Dict[str, Any]:
     row = conn.execute("SELECT configure_bank(%s, settings)::text FROM banks WHERE bank_id = %s",
                        (bank_id, bank_id)).fetchone()
@@ -110,9 +117,7 @@ def measure_latency(conn: psycopg.Connection, bank: Bank, retains: Sequence[List
     order with the other two, so the two profiles are compared side by side.
     """
     cfg = effective_settings(conn, bank.bank_id)
-    threshold = max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
-    probe = probe_statement(conn)
-    conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false)", (repr(float(threshold)),))
+    probe = threshold_probe(conn, cfg)
     out = Latency()
     conn.autocommit = False
     try:

@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import psycopg
 from psycopg import sql
 
-from bench.latency import effective_settings, probe_statement
+from bench.latency import effective_settings, threshold_probe
 from bench.banks import _drop_database
 from bench.per_fact import _connect, _install, _server
 from bench.run import _reset
@@ -114,9 +114,7 @@ def measure_size(conn: psycopg.Connection, size: int, batches: int, seed: int = 
                                 (bank.bank_id, retain_json(facts), NOW)).fetchall()
         for key, created, score in rows:
             outcomes.setdefault(key, []).append((created, score))
-    probe = probe_statement(conn)
-    threshold = max(cfg["candidate_similarity"], cfg["merge_min_similarity"])
-    conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false)", (repr(float(threshold)),))
+    probe = threshold_probe(conn, cfg)
     times = {k: _time_key(conn, probe, {"p1": bank.bank_id, "p2": [k], "p3": cfg["max_candidates"]})
              for k in outcomes}
     classes = {k: classify(outs, bound) for k, outs in outcomes.items()}
