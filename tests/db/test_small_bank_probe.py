@@ -11,7 +11,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from bank_builders import Bank, row_counts
+from bank_builders import Bank, row_counts, statements_of_last_call
 from bench import workloads
 
 SCHEMA = "entity_resolver"
@@ -78,6 +78,27 @@ def test_auto_reads_a_small_bank_only_beside_many_other_names(conn, connect, sma
     crowd.execute("SELECT count(*) FROM entity_resolver.resolve_mentions('crowd', %s::jsonb)",
                   (psycopg.types.json.Jsonb(batch(40)),))
     assert "probe" in prepared(crowd)
+
+
+def test_a_read_runs_one_statement_more_only_for_names_the_session_has_not_seen(conn, connect, small):
+    # The read replaces the probe statement; the trigrams of names the session
+    # has not seen yet (the bank's and the keys') take one more. Each call is
+    # rolled back, so every call meets the same bank; the third brings 5 new keys.
+    def counts(way: str) -> list[int]:
+        session = connect()
+        session.execute("SELECT set_config('entity_resolver.small_bank_probe', %s, false)", (way,))
+        out = []
+        for size in (20, 20, 25):
+            with session.transaction(force_rollback=True):
+                session.execute("SELECT count(*) FROM entity_resolver.resolve_mentions('small', %s::jsonb)",
+                                (psycopg.types.json.Jsonb(batch(size)),))
+                out.append(statements_of_last_call(session))
+        return out
+
+    index = counts("off")
+    # A session's first call also reads what the session keeps, either way.
+    assert index[1] == index[2] < index[0]
+    assert counts("on") == [index[0] + 1, index[1], index[2] + 1]
 
 
 def test_a_bad_value_is_an_error_naming_the_setting_and_changes_nothing(conn, small):
