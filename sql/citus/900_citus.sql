@@ -199,6 +199,10 @@ BEGIN
         USING gin (bank_id, {{ internal }}.folded(canonical_name) {{ trgm_schema }}.gin_trgm_ops)
         WITH (fastupdate = FALSE)
         WHERE entity_kind <> 'label';
+        -- The comment of sql/080_index_comments.sql, lost with the index it was on.
+        COMMENT ON INDEX {{ schema }}.entities_name_trgm_idx IS
+        'The candidate probe: a bank''s regular names similar to a key (pg_trgm, bank first so other banks'' names are '
+        'skipped; no pending list).';
         DROP OPERATOR FAMILY {{ internal }}.trgm_ops USING gin;
         DROP OPERATOR {{ internal }}.% (text, text);
         DROP OPERATOR {{ internal }}.%>> (text, text);

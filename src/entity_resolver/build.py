@@ -461,6 +461,11 @@ CREATE TABLE IF NOT EXISTS {{ schema }}.schema_migrations (
 
 COMMENT ON TABLE {{ schema }}.schema_migrations IS
 'Installation metadata: incremental migrations applied, one row each.';
+COMMENT ON COLUMN {{ schema }}.schema_migrations.version IS 'The migration''s number (its file''s prefix).';
+COMMENT ON COLUMN {{ schema }}.schema_migrations.name IS 'The migration''s file name, without .sql.';
+COMMENT ON COLUMN {{ schema }}.schema_migrations.checksum IS
+'SHA-256 of the file as applied: an install refuses a migration changed since.';
+COMMENT ON COLUMN {{ schema }}.schema_migrations.applied_at IS 'When it was applied.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._apply_migration(
     version integer, name text, checksum text, body text

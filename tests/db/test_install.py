@@ -141,21 +141,26 @@ def test_database_enforces_case_insensitive_uniqueness(empty_db):
         conn.execute("INSERT INTO entity_resolver.entities (bank_id, canonical_name) VALUES ('b', 'SARAH CHEN')")
 
 
-def test_every_table_and_column_has_a_comment(empty_db):
+def test_every_relation_column_index_and_sequence_has_a_comment(empty_db):
+    # What \d+, \di+ and \ds+ list, in both schemas, the migration ledger included.
     conn = empty_db()
     install(conn)
     missing = conn.execute(
         """SELECT c.relname || coalesce('.' || a.attname, '') FROM pg_class c
              LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-            WHERE c.relnamespace = 'entity_resolver'::regnamespace AND c.relkind IN ('r', 'v')
+                                     AND c.relkind IN ('r', 'v')
+            WHERE c.relnamespace IN ('entity_resolver'::regnamespace, 'entity_resolver_internal'::regnamespace)
+              AND c.relkind IN ('r', 'v', 'i', 'S')
               AND ((a.attname IS NULL AND obj_description(c.oid, 'pg_class') IS NULL)
                    OR (a.attname IS NOT NULL AND col_description(c.oid, a.attnum) IS NULL))
-              AND c.relname <> 'schema_migrations'
            UNION ALL
-           SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'entity_resolver'::regnamespace
+           SELECT c.relname FROM pg_class c
+            WHERE c.relnamespace IN ('entity_resolver'::regnamespace, 'entity_resolver_internal'::regnamespace)
               AND c.relkind IN ('r', 'v') AND obj_description(c.oid, 'pg_class') IS NULL"""
     ).fetchall()
     assert missing == []
+    assert conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = 'entity_resolver'::regnamespace"
+                        " AND relkind IN ('i', 'S')").fetchone()[0] > 30
 
 
 def test_every_function_has_a_comment_and_pins_search_path(empty_db):
