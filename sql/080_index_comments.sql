@@ -11,8 +11,8 @@ COMMENT ON INDEX {{ schema }}.entities_pkey IS
 COMMENT ON INDEX {{ schema }}.entities_bank_folded_name_key IS
 'Names unique per bank and type after lower() (folded()); the resolver''s exact-name look-ups, one key a descent.';
 COMMENT ON INDEX {{ schema }}.entities_name_trgm_idx IS
-'The candidate probe: a bank''s regular names similar to a key (pg_trgm, bank first so other banks'' names are '
-'skipped; no pending list).';
+'The candidate probe: a bank''s regular names similar to a key (pg_trgm; the bank is a column of the index, '
+'so other banks'' rows are not fetched; no pending list).';
 COMMENT ON INDEX {{ schema }}.entities_label_idx IS
 'A bank''s label entities, which the trigram index leaves out (explain_mention shows them).';
 

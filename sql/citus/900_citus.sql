@@ -201,8 +201,8 @@ BEGIN
         WHERE entity_kind <> 'label';
         -- The comment of sql/080_index_comments.sql, lost with the index it was on.
         COMMENT ON INDEX {{ schema }}.entities_name_trgm_idx IS
-        'The candidate probe: a bank''s regular names similar to a key (pg_trgm, bank first so other banks'' names are '
-        'skipped; no pending list).';
+        'The candidate probe: a bank''s regular names similar to a key (pg_trgm; the bank is a column of the index, '
+        'so other banks'' rows are not fetched; no pending list).';
         DROP OPERATOR FAMILY {{ internal }}.trgm_ops USING gin;
         DROP OPERATOR {{ internal }}.% (text, text);
         DROP OPERATOR {{ internal }}.%>> (text, text);
