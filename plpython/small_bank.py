@@ -160,7 +160,9 @@ def trigram_sets(plpy, texts: Iterable[str]) -> Dict[str, FrozenSet[str]]:
     missing = sorted(t for t in wanted if t not in _TRIGRAMS)
     if missing:
         if len(_TRIGRAMS) + len(missing) > NAMES_KEPT:
+            # Forget them all; this call's names are then all to be asked for.
             _TRIGRAMS.clear()
+            missing = sorted(wanted)
         rows = db.run(plpy, "small_bank_trigrams", SQL_TRIGRAMS, ["text[]"], [missing])
         for r in rows:
             _TRIGRAMS[r["text"]] = trigrams.parse(r["tri"])

@@ -101,6 +101,37 @@ def test_a_read_runs_one_statement_more_only_for_names_the_session_has_not_seen(
     assert counts("on") == [index[0] + 1, index[1], index[2] + 1]
 
 
+KEEP_SQL = """
+CREATE OR REPLACE FUNCTION pg_temp.keep_names(n integer) RETURNS void LANGUAGE plpython3u AS $$
+for k, v in GD.items():
+    if isinstance(k, str) and k.startswith("entity_resolver:") and isinstance(v, dict) and "small_bank" in v:
+        v["small_bank"].NAMES_KEPT = n
+$$;
+"""
+
+
+def test_a_session_past_its_memory_cap_reads_as_one_within_it(conn, connect, small):
+    # When the trigram sets a session keeps would pass NAMES_KEPT, it forgets
+    # them all: the names it still needs are then asked for again, not lost.
+    def resolved(keep: int) -> list:
+        session = connect()
+        session.execute("SET entity_resolver.small_bank_probe = on")
+        session.execute("SELECT count(*) FROM entity_resolver.lookup_mention('small', 'Persn AAA')")
+        session.execute(KEEP_SQL)
+        session.execute("SELECT pg_temp.keep_names(%s)", (keep,))
+        out = []
+        for size in (20, 25):
+            with session.transaction(force_rollback=True):
+                out.append(session.execute(
+                    "SELECT mention, canonical_name, created, score"
+                    " FROM entity_resolver.resolve_mentions('small', %s::jsonb)",
+                    (psycopg.types.json.Jsonb(batch(size)),)).fetchall())
+        assert "small_bank" in prepared(session)
+        return out
+
+    assert resolved(50) == resolved(10000)
+
+
 def test_a_bad_value_is_an_error_naming_the_setting_and_changes_nothing(conn, small):
     before = row_counts(conn)
     conn.execute("SET entity_resolver.small_bank_probe = 'sometimes'")
