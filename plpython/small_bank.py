@@ -93,6 +93,8 @@ class NameMap:
         for name in [n for n in self.sets if n not in current]:
             for t in self.sets.pop(name):
                 self.postings[t].discard(name)
+                if not self.postings[t]:
+                    del self.postings[t]
         for name, s in current.items():
             if name not in self.sets:
                 self.sets[name] = s
