@@ -180,6 +180,21 @@ def test_relative_links_point_at_files_of_the_repository(page):
         assert resolved.exists(), f"{page.name} links to missing {target}"
 
 
+def _anchors(page):
+    """The anchors GitHub makes of a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#{1,6} (.+)$", text, flags=re.MULTILINE)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_links_to_a_section_point_at_a_heading(page):
+    text = page.read_text(encoding="utf-8")
+    for target, anchor in re.findall(r"\]\(([^)#\s:]*)#([^)\s]+)\)", text):
+        linked = (page.parent / target).resolve() if target else page
+        assert anchor in _anchors(linked), f"{page.name} links to a missing section: {target}#{anchor}"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_no_page_refers_to_files_outside_the_repository(page):
     text = page.read_text(encoding="utf-8")
