@@ -365,7 +365,7 @@ def install(
 # -- an installation whose objects are partly missing ------------------------------
 
 _OBJECTS = """
-SELECT 'schema ' || n.nspname FROM pg_namespace AS n WHERE n.nspname IN (%(s)s, %(i)s)
+SELECT format('schema %%I', n.nspname) FROM pg_namespace AS n WHERE n.nspname IN (%(s)s, %(i)s)
 UNION ALL
 SELECT CASE c.relkind WHEN 'i' THEN 'index ' WHEN 'S' THEN 'sequence ' WHEN 'v' THEN 'view '
        WHEN 'm' THEN 'materialized view ' ELSE 'table ' END || format('%%I.%%I', n.nspname, c.relname)
@@ -416,9 +416,9 @@ def _objects(conn: psycopg.Connection, schema: str, as_schema: Optional[str] = N
     rows = conn.execute(_OBJECTS, {"s": schema, "i": internal}).fetchall()
     if as_schema is None:
         return {r[0] for r in rows}
+    # Every schema name in a line is quoted as %I quotes it (the scratch names need no quotes).
     names = {build.quote_ident(internal): build.quote_ident(internal_schema(as_schema)),
-             build.quote_ident(schema): build.quote_ident(as_schema),
-             internal: internal_schema(as_schema), schema: as_schema}
+             build.quote_ident(schema): build.quote_ident(as_schema)}
     out = set()
     for (line,) in rows:
         for old, new in names.items():
