@@ -1738,6 +1738,8 @@ DECLARE
 BEGIN
     PERFORM _check_not_null(undo_operation.operation_id, 'operation_id');
     PERFORM _correction_begin(b, FALSE);
+    -- Under the bank's lock: a bank dropped (drop_bank) has no ledger to undo.
+    PERFORM _require_bank(b);
     SELECT o.* INTO op
     FROM operations AS o
     WHERE o.bank_id = b AND o.id = undo_operation.operation_id;
@@ -1831,6 +1833,7 @@ SET search_path = {{ search_path }}
 AS $$
 BEGIN
     PERFORM check_bank_id(operation_history.bank_id);
+    PERFORM _require_bank(operation_history.bank_id);
     IF operation_history.max_results IS NULL OR operation_history.max_results NOT BETWEEN 1 AND 100000 THEN
         RAISE EXCEPTION 'max_results: must be between 1 and 100000, got %',
             coalesce(operation_history.max_results::text, 'NULL')

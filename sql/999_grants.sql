@@ -501,6 +501,7 @@ BEGIN
         EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, %s', obj.fn, all_roles);
         IF obj.proname NOT IN (
             '_install_grants', 'grant_bank_access', 'revoke_bank_access', 'grant_curation', 'revoke_curation',
+            'drop_bank', '_check_administrator',
             '_drop_curator_membership', '_create_group_role', '_grant_membership', '_revoke_direct_membership',
             '_install_render', '_install_execute', '_apply_migration',
             '_install_distribute', '_grant_bank_role', '_revoke_bank_role', '_forget_shard_facts'

@@ -633,7 +633,10 @@ def script(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto: Optio
 # Public functions of a bank that stay on the coordinator: they change roles,
 # which only the coordinator propagates to the workers (a GRANT of a role run
 # on a worker is refused there).
-COORDINATOR_FUNCTIONS = ("grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation")
+# drop_bank too: it walks the coordinator's catalog for the tables with a
+# bank_id and deletes from each, which Citus routes to the bank's shards.
+COORDINATOR_FUNCTIONS = ("grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation",
+                         "drop_bank")
 # Public functions whose coordinator side is written by hand in sql/citus/
 # (flush_stats(NULL) flushes every bank: one delegated call per bank).
 HANDWRITTEN_WRAPPERS = ("flush_stats",)

@@ -52,7 +52,7 @@ from entity_resolver.client import Client, dumps, to_jsonable
 from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
 from entity_resolver.exporter import GOLD_FORMS
 from entity_resolver.install import (DEFAULT_SHARD_COUNT, InstallError, code_version, install,
-                                     installed_code_version, installed_version, is_current)
+                                     installed_code_version, installed_version, is_current, uninstall)
 from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict
 
 EMBEDDED_DB = "entity_resolver"
@@ -371,7 +371,7 @@ def install_cmd(db: DbOptions,
         _print_json({"schema": report.schema, "database": where, "previous_version": before,
                      "version": report.version, "applied_migrations": report.applied_migrations,
                      "code_version": report.code_version, "warnings": report.warnings,
-                     "distributed": report.distributed})
+                     "distributed": report.distributed, "repaired": report.repaired})
         return
     out = _out()
     if report.applied_migrations:
@@ -381,6 +381,8 @@ def install_cmd(db: DbOptions,
     else:
         out.print(f"entity_resolver in schema {report.schema} of {where} is at version "
                   f"{report.version}; functions re-applied (code {report.code_version})")
+    if report.repaired:
+        out.print(f"repaired (missing, now re-created): {', '.join(report.repaired)}")
     if report.distributed is not None:
         done = report.distributed
         out.print(f"distributed by bank over the Citus workers: {len(done['tables'])} tables, "
@@ -388,6 +390,53 @@ def install_cmd(db: DbOptions,
                   f"distributed now (the rest already were)")
     for w in report.warnings:
         _err().print(Text(f"warning: {w}", style="yellow"))
+
+
+@_command(app, "uninstall")
+def uninstall_cmd(db: DbOptions,
+                  drop_data: Annotated[bool, typer.Option(
+                      "--drop-data", help="Remove it even though banks hold facts or entities: deletes them all.")
+                  ] = False) -> None:
+    """Remove entity_resolver from a database (its schemas, or DROP EXTENSION); refused while banks hold data."""
+    if not db.dsn:
+        raise CliError("uninstall: needs --dsn (for the embedded cluster: entity-resolver db destroy)")
+    with psycopg.connect(db.dsn, autocommit=True) as conn:
+        report = uninstall(conn, db.schema, drop_data=drop_data)
+    if db.as_json:
+        _print_json({"schema": report.schema, "method": report.method, "facts": report.facts,
+                     "entities": report.entities, "banks": report.banks})
+        return
+    how = "DROP EXTENSION entity_resolver" if report.method == "extension" else "its schemas dropped"
+    _out().print(f"removed entity_resolver from schema {report.schema} ({how}): {report.facts} facts, "
+                 f"{report.entities} entities in {report.banks} bank(s) deleted; the roles stay "
+                 f"(docs/security.md, Removing an installation)")
+
+
+@_command(app, "drop-bank")
+def drop_bank_cmd(
+    bank: BankArg,
+    yes: Annotated[bool, typer.Option("--yes", help="Delete it. Without: show what would be deleted, and stop.")
+                   ] = False,
+    *, db: DbOptions,
+) -> None:
+    """Delete a bank and every row of it (facts, entities, aliases, ledger, settings, grants); cannot be undone."""
+    with db.client() as er:
+        try:
+            result = er.drop_bank(bank, dry_run=not yes)
+        except psycopg.errors.UndefinedObject as exc:
+            if (exc.diag.message_primary or "").startswith("bank_id:"):
+                raise CliError(exc.diag.message_primary) from None
+            raise
+    if db.as_json:
+        _print_json(result)
+        return
+    rows = {name: n for name, n in result["rows"].items() if n}
+    listed = ", ".join(f"{n} {name}" for name, n in sorted(rows.items())) or "no rows"
+    if yes:
+        _out().print(f"dropped bank {bank}: {result['total']} rows deleted ({listed})")
+    else:
+        _out().print(f"bank {bank}: {result['total']} rows would be deleted ({listed}); nothing was deleted: "
+                     f"run again with --yes to drop it (it cannot be undone)")
 
 
 # -- demo ------------------------------------------------------------------------
@@ -845,6 +894,7 @@ def undo_cmd(
 ) -> None:
     """Undo a correction (the most recent ones first)."""
     with db.client() as er:
+        _require_bank(er, bank)
         result = er.undo(bank, operation_id)
     if db.as_json:
         _print_json(result)
@@ -863,7 +913,8 @@ def history_cmd(
 ) -> None:
     """The bank's corrections, most recent first, and whether each can be undone."""
     with db.client() as er:
-        rows = _existing(er, bank, er.history(bank, max_results))
+        _require_bank(er, bank)
+        rows = er.history(bank, max_results)
     if db.as_json:
         _print_json(rows)
         return

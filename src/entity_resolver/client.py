@@ -478,6 +478,13 @@ class Client:
         """Undo an operation (undo_operation)."""
         return self._correct("SELECT {s}.undo_operation(%s, %s)", lambda c: (bank_id, operation_id))
 
+    def drop_bank(self, bank_id: str, *, dry_run: bool = True) -> Dict[str, Any]:
+        """Delete a bank and every row of it, counted per table (drop_bank; administrators only).
+
+        ``dry_run`` (the default) only counts. It cannot be undone.
+        """
+        return self._correct("SELECT {s}.drop_bank(%s, %s)", lambda c: (bank_id, dry_run))
+
     def history(self, bank_id: str, max_results: int = 50) -> List[Operation]:
         """The bank's corrections, most recent first (operation_history)."""
         rows = self._rows(

@@ -16,6 +16,7 @@ that one with ALTER EXTENSION ... UPDATE).
 
 from __future__ import annotations
 
+import hashlib
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ class InstallReport:
     # install --distributed: what was distributed now ({"tables": [...],
     # "reference_tables": [...], "functions": [...]}); None when not distributed.
     distributed: Optional[dict] = None
+    # Objects of the idempotent part (triggers, policies, views, functions)
+    # that were missing on a re-install of the same code, and are back.
+    repaired: List[str] = field(default_factory=list)
 
 
 def extension_available(conn: psycopg.Connection, name: str) -> bool:
@@ -334,6 +338,11 @@ def install(
         _ensure_trgm(conn, schema)
         _ensure_btree_gin(conn)
         before = _applied(conn, schema)
+        recreatable: Optional[set] = None
+        if before and not distributed:
+            _refuse_incomplete(conn, schema, max(before), base)
+            if installed_code_version(conn, schema) == code_version(schema, base):
+                recreatable = _objects(conn, schema)
         try:
             if distributed:
                 report.distributed = _run_distributed(conn, schema, parts, shard_count)
@@ -346,9 +355,120 @@ def install(
         report.version = installed_version(conn, schema)
         if upto is None:
             report.code_version = code_version(schema, base)
+        if recreatable is not None:
+            report.repaired = sorted(_objects(conn, schema) - recreatable)
         return report
     finally:
         conn.autocommit = previous_autocommit
+
+
+# -- an installation whose objects are partly missing ------------------------------
+
+_OBJECTS = """
+SELECT format('schema %%I', n.nspname) FROM pg_namespace AS n WHERE n.nspname IN (%(s)s, %(i)s)
+UNION ALL
+SELECT CASE c.relkind WHEN 'i' THEN 'index ' WHEN 'S' THEN 'sequence ' WHEN 'v' THEN 'view '
+       WHEN 'm' THEN 'materialized view ' ELSE 'table ' END || format('%%I.%%I', n.nspname, c.relname)
+FROM pg_class AS c INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s) AND c.relkind IN ('r', 'p', 'i', 'S', 'v', 'm')
+UNION ALL
+SELECT format('column %%I.%%I.%%I', n.nspname, c.relname, a.attname)
+FROM pg_attribute AS a INNER JOIN pg_class AS c ON a.attrelid = c.oid
+INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s) AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT format('constraint %%I on %%I.%%I', k.conname, n.nspname, c.relname)
+FROM pg_constraint AS k INNER JOIN pg_class AS c ON k.conrelid = c.oid
+INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s)
+UNION ALL
+SELECT format('trigger %%I on %%I.%%I', t.tgname, n.nspname, c.relname)
+FROM pg_trigger AS t INNER JOIN pg_class AS c ON t.tgrelid = c.oid
+INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s) AND NOT t.tgisinternal
+UNION ALL
+SELECT format('policy %%I on %%I.%%I', p.polname, n.nspname, c.relname)
+FROM pg_policy AS p INNER JOIN pg_class AS c ON p.polrelid = c.oid
+INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s)
+UNION ALL
+SELECT format('function %%I.%%I(%%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid))
+FROM pg_proc AS p INNER JOIN pg_namespace AS n ON p.pronamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s)
+UNION ALL
+SELECT format('operator %%I.%%s(%%s, %%s)', n.nspname, o.oprname, o.oprleft::regtype, o.oprright::regtype)
+FROM pg_operator AS o INNER JOIN pg_namespace AS n ON o.oprnamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s)
+UNION ALL
+SELECT format('operator class %%I.%%I', n.nspname, o.opcname)
+FROM pg_opclass AS o INNER JOIN pg_namespace AS n ON o.opcnamespace = n.oid
+WHERE n.nspname IN (%(s)s, %(i)s)
+"""
+
+
+def _objects(conn: psycopg.Connection, schema: str, as_schema: Optional[str] = None) -> set:
+    """What a psql user sees of the two schemas (relations, columns, constraints, triggers, policies,
+    functions, operators), each as a line such as ``index entity_resolver.mentions_memory_idx``.
+
+    ``as_schema``: the objects of ``schema`` named as if they were in ``as_schema`` (and its internal schema).
+    """
+    internal = internal_schema(schema)
+    rows = conn.execute(_OBJECTS, {"s": schema, "i": internal}).fetchall()
+    if as_schema is None:
+        return {r[0] for r in rows}
+    # Every schema name in a line is quoted as %I quotes it (the scratch names need no quotes).
+    names = {build.quote_ident(internal): build.quote_ident(internal_schema(as_schema)),
+             build.quote_ident(schema): build.quote_ident(as_schema)}
+    out = set()
+    for (line,) in rows:
+        for old, new in names.items():
+            line = line.replace(old, new)
+        out.add(line)
+    return out
+
+
+class _Rollback(Exception):
+    """Leave the transaction of the completeness check without a trace."""
+
+
+def _expected_objects(conn: psycopg.Connection, schema: str, version: int, base: Path) -> set:
+    """What migrations 1..version create, named as in ``schema``: built in scratch schemas, rolled back."""
+    scratch = "er_check_" + hashlib.md5(f"{schema}:{time.time()}".encode()).hexdigest()[:12]
+    found: set = set()
+    try:
+        with conn.transaction():
+            # The preamble's objects (the ledger, the installer's functions) every install re-creates.
+            conn.execute(build.script(scratch, upto=0, base=base).encode())
+            preamble = _objects(conn, scratch, as_schema=schema)
+            conn.execute(build.script(scratch, upto=version, base=base).encode())
+            found = _objects(conn, scratch, as_schema=schema) - preamble
+            raise _Rollback
+    except _Rollback:
+        pass
+    return found
+
+
+def _refuse_incomplete(conn: psycopg.Connection, schema: str, version: int, base: Path) -> None:
+    """Refuse, naming them, when objects the applied migrations create are missing (a partial restore).
+
+    The idempotent part (functions, triggers, policies, views, grants) is
+    re-created by every install, so what is missing of it is repaired; but
+    tables, columns, indexes, constraints and the functions and operators of
+    a migration are created once, by their migration: re-creating them would
+    need the data they held or a migration run twice.
+    """
+    kinds = ("schema", "table", "column", "constraint", "index", "sequence", "function", "operator")
+    missing = sorted(_expected_objects(conn, schema, version, base) - _objects(conn, schema),
+                     key=lambda line: (kinds.index(line.split(" ", 1)[0]) if line.split(" ", 1)[0] in kinds
+                                       else len(kinds), line))
+    if not missing:
+        return
+    shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+    raise InstallError(
+        f"entity_resolver in schema {schema} is incomplete: {len(missing)} object(s) its migrations "
+        f"1-{version} created are missing ({shown}), as after a restore of only one of the schemas "
+        f"{schema} and {internal_schema(schema)}; restore both from a complete backup (docs/operations.md, "
+        f"Backups and restore) or install into a new database and import the banks' exports; nothing was changed")
 
 
 # Taking the locks: how long one wait for the facts table may last, how many
@@ -476,3 +596,49 @@ def _applied(conn: psycopg.Connection, schema: str) -> List[int]:
         return []
     return [r[0] for r in conn.execute(
         sql.SQL("SELECT version FROM {}.schema_migrations ORDER BY 1").format(sql.Identifier(schema)))]
+
+
+# -- removing an installation ---------------------------------------------------------
+
+@dataclass
+class UninstallReport:
+    schema: str
+    method: str              # "installer" (the schemas dropped) or "extension" (DROP EXTENSION)
+    facts: int = 0           # what was deleted with it (only with drop_data=True)
+    entities: int = 0
+    banks: int = 0
+
+
+def uninstall(conn: psycopg.Connection, schema: str = "entity_resolver", *, drop_data: bool = False) -> UninstallReport:
+    """Remove entity_resolver from ``schema``: its two schemas, or DROP EXTENSION when CREATE EXTENSION made it.
+
+    Refused (InstallError, nothing changed) while any bank holds facts or
+    entities, unless ``drop_data`` is True: removing the installation deletes
+    every bank's memory with it. The cluster-wide roles stay
+    (docs/security.md, Removing an installation).
+    """
+    if installed_version(conn, schema) == 0:
+        raise InstallError(f"entity_resolver is not installed in schema {schema} of this database; nothing was changed")
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise InstallError("uninstall() needs a connection that is not inside a transaction")
+    extension_version = installed_by_extension(conn, schema)
+    report = UninstallReport(schema=schema, method="extension" if extension_version else "installer")
+    ident = sql.Identifier(schema)
+    with conn.transaction():
+        # The installers' lock: no install runs meanwhile.
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
+        report.facts, report.entities, report.banks = conn.execute(sql.SQL(
+            "SELECT (SELECT count(*) FROM {s}.facts), (SELECT count(*) FROM {s}.entities),"
+            " (SELECT count(*) FROM {s}.banks)").format(s=ident)).fetchone()
+        if (report.facts or report.entities) and not drop_data:
+            raise InstallError(
+                f"schema {schema} holds {report.facts} facts and {report.entities} entities in {report.banks} "
+                f"bank(s): removing entity_resolver deletes them all; export the banks first "
+                f"(entity-resolver export BANK) and pass drop_data=True (--drop-data) to remove it anyway; "
+                f"nothing was changed")
+        if extension_version:
+            conn.execute(sql.SQL("DROP EXTENSION {}").format(sql.Identifier(build.EXTENSION)))
+        else:
+            conn.execute(sql.SQL("DROP SCHEMA {}, {} CASCADE").format(
+                ident, sql.Identifier(internal_schema(schema))))
+    return report

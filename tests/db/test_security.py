@@ -61,7 +61,7 @@ EXPECTED_CURATOR_PRIVILEGES = {
 }
 ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation",
                    "_drop_curator_membership", "_create_group_role", "_grant_membership",
-                   "_revoke_direct_membership"}
+                   "_revoke_direct_membership", "drop_bank", "_check_administrator"}
 # The installer's helpers: run by the install script only.
 INSTALLER_FUNCTIONS = {"_install_render", "_install_execute", "_apply_migration"}
 
