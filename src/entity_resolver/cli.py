@@ -620,6 +620,35 @@ def neighbors_cmd(
     _out().print(table)
 
 
+@_command(app, "facts")
+def facts_cmd(
+    bank: BankArg,
+    name: EntityArg,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=100000, help="At most this many, newest first.")] = 50,
+    *, db: DbOptions,
+) -> None:
+    """The facts that mention an entity, newest first."""
+    with db.client() as er:
+        try:
+            rows = er.entity_facts(bank, name, max_results=limit)
+        except ValueError:
+            _require_bank(er, bank)
+            similar = er.similar_names(bank, name)
+            hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
+            raise CliError(f"bank {bank!r} has no entity named {name!r}{hint}") from None
+    if db.as_json:
+        _print_json(rows)
+        return
+    table = new_table(f"facts mentioning {name} in bank {bank} (newest first, at most {limit})")
+    table.add_column("when", no_wrap=True)
+    table.add_column("as", no_wrap=True)
+    table.add_column("content", ratio=1)
+    table.add_column("fact id", no_wrap=True)
+    for r in rows:
+        table.add_row(fmt(r.event_date), r.mention_text, r.content or "–", str(r.fact_id))
+    _out().print(table)
+
+
 @_command(app, "banks")
 def banks_cmd(db: DbOptions) -> None:
     """List the banks with their numbers of entities and facts."""

@@ -97,6 +97,16 @@ class Expansion:
 
 
 @dataclass(frozen=True)
+class EntityFact:
+    """A fact that mentions an entity (a row of entity_facts)."""
+
+    fact_id: uuid.UUID              # the unit id (facts.id)
+    content: Optional[str]          # None for a unit of retain or resolve outside ``facts``
+    event_date: Optional[datetime]
+    mention_text: str               # how the fact named the entity (its first mention of it)
+
+
+@dataclass(frozen=True)
 class Operation:
     """An operator correction in the bank's ledger (a row of operation_history)."""
 
@@ -373,6 +383,17 @@ class Client:
                 "SELECT unit_id, shared_entities, fact_id FROM {s}.expand_units(%s, %s::uuid[], %s)"),
                 (bank_id, self.unit_ids(bank_id, list(seed_unit_ids), conn), max_results)).fetchall()
         return [Expansion(r[0], int(r[1]), r[2]) for r in rows]
+
+    def entity_facts(self, bank_id: str, entity: EntityRef, max_results: int = 50) -> List[EntityFact]:
+        """The facts that mention an entity (by id, name or alias), newest first; entity_facts.
+
+        An id merged away stands for the entity it became.
+        """
+        with self._connection() as conn:
+            rows = conn.execute(self._q(
+                "SELECT fact_id, content, event_date, mention_text FROM {s}.entity_facts(%s, %s, %s)"),
+                (bank_id, self._entity_ids(bank_id, [entity], "entity", conn)[0], max_results)).fetchall()
+        return [EntityFact(*r) for r in rows]
 
     # -- correcting identity (a curator's; docs/corrections.md) ----------------------
     # Each returns the operation's plan as a dict, with the operation_id that
