@@ -911,6 +911,38 @@ def history_cmd(
         _err().print(f"bank {bank!r} has no corrections")
 
 
+@_command(app, "mcp")
+def mcp_cmd(
+    dsn: DsnOpt = None, schema: SchemaOpt = DEFAULT_SCHEMA, data_dir: DataDirOpt = None,
+    bank: Annotated[Optional[List[str]], typer.Option(
+        "--bank", help="A bank the server serves (repeatable); a call for another is a tool error [default: any "
+                       "bank the role may use].")] = None,
+    http: Annotated[Optional[str], typer.Option(
+        "--http", metavar="HOST:PORT", help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
+    allow_remote: Annotated[bool, typer.Option(
+        "--allow-remote", help="Let --http listen on an address other machines reach (it has no authentication of "
+                               "its own).")] = False,
+) -> None:
+    """Run a Model Context Protocol server over the resolver for agents (stdio, or --http). See docs/agents.md."""
+    try:
+        from entity_resolver import mcp_server
+    except ImportError as exc:
+        raise SystemicError(f"the MCP server needs the mcp extra: pip install 'pg-entity-resolver[mcp]' ({exc})")
+    if http is not None:
+        try:
+            host, _ = mcp_server.parse_host_port(http)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc).partition(": ")[2], param_hint="--http")
+        if not mcp_server.is_loopback(host) and not allow_remote:
+            raise typer.BadParameter(f"{host} is not a loopback address; add --allow-remote to listen on it",
+                                     param_hint="--http")
+    # Checks the installation (the embedded cluster is installed when needed); stdout stays the protocol's.
+    with _connect(dsn, schema, data_dir, quiet=True) as conn:
+        info = conn.info
+        target = dsn or (f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}")
+    mcp_server.serve(target, schema=schema, banks=bank, http=http)
+
+
 # How export names the entity of a mention.
 GoldForm = _choices("GoldForm", GOLD_FORMS)
 

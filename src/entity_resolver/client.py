@@ -69,6 +69,17 @@ class Resolution:
 
 
 @dataclass(frozen=True)
+class Lookup:
+    """How a mention would resolve, without writing anything (a row of lookup_mention)."""
+
+    mention: str
+    entity_id: Optional[uuid.UUID]      # None: it would create a new entity
+    canonical_name: Optional[str]
+    score: Optional[float]
+    decision: str                       # resolved, alias, memory, label; new when it would create one
+
+
+@dataclass(frozen=True)
 class Explanation:
     """One candidate considered for a mention, with its signals (a row of explain_mention)."""
 
@@ -326,6 +337,16 @@ class Client:
             (bank_id, mention, list(nearby), _when(event_date), mention_type),
         )
         return [Explanation(*r) for r in rows]
+
+    def lookup(self, bank_id: str, mention: str, nearby: Iterable[str] = (), event_date: When = None,
+               mention_type: Optional[str] = None) -> Lookup:
+        """The entity resolve would choose for a mention, or a new one (decision ``new``); writes nothing."""
+        row = self._rows(
+            "SELECT entity_id, canonical_name, score, decision FROM {s}.lookup_mention("
+            "%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s)",
+            (bank_id, mention, list(nearby), _when(event_date), mention_type),
+        )[0]
+        return Lookup(mention, *row)
 
     # -- write path -------------------------------------------------------------
     def retain(self, bank_id: str, mentions: Sequence[MentionLike], *, content: Optional[str] = None,
@@ -610,6 +631,17 @@ class Client:
             (bank_id, name),
         )
         return self._entity(rows[0]) if rows else None
+
+    def find_entities(self, bank_id: str, name: str, limit: int = 20) -> List[Entity]:
+        """Entities whose name starts with ``name`` (case-insensitive): the name itself first, then most mentioned."""
+        rows = self._rows(
+            "WITH k AS MATERIALIZED (SELECT {s}.fold_name(%s) AS key)"
+            " SELECT " + self._ENTITY_COLUMNS + " FROM {s}.entity_overview, k"
+            " WHERE bank_id = %s AND left({i}.folded(name), char_length(k.key)) = k.key"
+            " ORDER BY {i}.folded(name) = k.key DESC, mention_count DESC, lower(name), entity_id LIMIT %s",
+            (name, bank_id, limit),
+        )
+        return [self._entity(r) for r in rows]
 
     def neighbors(self, bank_id: str, name: str, limit: int = 50) -> List[Neighbor]:
         """Entities seen in the same facts as ``name`` (case-insensitive), most often first."""
