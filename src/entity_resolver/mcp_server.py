@@ -54,7 +54,7 @@ def _tool_error(fn):
 
 def build_server(toolbox: Toolbox) -> MCPServer:
     """An MCP server with every tool bound to ``toolbox``."""
-    server = MCPServer("entity-resolver", instructions=INSTRUCTIONS, version=__version__)
+    server = MCPServer("entity-resolver", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     for spec in TOOLS:
         server.add_tool(
             _tool_error(bind(spec, toolbox)),
