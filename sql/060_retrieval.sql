@@ -138,3 +138,151 @@ COMMENT ON FUNCTION {{ schema }}.entity_facts(text, uuid, integer) IS
 'Which facts mention an entity (from provenance), newest event date first, then id: fact_id is the unit id '
 '(facts.id), content NULL for a unit of retain or resolve_mention outside facts, mention_text the fact''s first '
 'mention of the entity. An id merged away stands for the entity it became (current_entity).';
+
+-- A picture of a bank: a bounded neighbourhood of the co-occurrence graph.
+CREATE OR REPLACE FUNCTION {{ schema }}.entity_graph(
+    bank_id text,
+    around_entity uuid DEFAULT NULL,
+    depth integer DEFAULT 1,
+    max_nodes integer DEFAULT 200
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := check_bank_id(entity_graph.bank_id);
+    -- A hub: a partner worth at most 1/sqrt(25) = 0.2 in the co-occurrence
+    -- signal (docs/design.md, 3.5).
+    hub_degree constant integer := 25;
+    -- A correction in effect made in the last week marks its entities.
+    recent_window constant interval := interval '7 days';
+    center uuid;
+    chosen uuid [];
+    frontier uuid [];
+    added uuid [];
+    room integer;
+    level integer := 0;
+    truncated boolean := FALSE;
+    recent uuid [];
+BEGIN
+    IF entity_graph.depth IS NULL OR entity_graph.depth NOT BETWEEN 1 AND 5 THEN
+        RAISE EXCEPTION 'depth: must be between 1 and 5, got %', coalesce(entity_graph.depth::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF entity_graph.max_nodes IS NULL OR entity_graph.max_nodes NOT BETWEEN 1 AND 2000 THEN
+        RAISE EXCEPTION 'max_nodes: must be between 1 and 2000, got %', coalesce(entity_graph.max_nodes::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    IF entity_graph.around_entity IS NOT NULL THEN
+        -- Breadth first from the entity (a merged-away id stands for the
+        -- entity it became), each level's new neighbours strongest first,
+        -- until depth levels or max_nodes entities.
+        center := coalesce(current_entity(b, entity_graph.around_entity), entity_graph.around_entity);
+        PERFORM _find_entity(b, center, 'around_entity');
+        chosen := ARRAY[center];
+        frontier := chosen;
+        WHILE level < entity_graph.depth AND cardinality(frontier) > 0 LOOP
+            level := level + 1;
+            room := entity_graph.max_nodes - cardinality(chosen);
+            SELECT coalesce(array_agg(n.other ORDER BY n.weight DESC, n.other), '{}')
+            INTO added
+            FROM (
+                SELECT
+                    p.other,
+                    max(p.cnt) AS weight
+                FROM (
+                    SELECT
+                        c.entity_id_2 AS other,
+                        c.cooccurrence_count AS cnt
+                    FROM entity_cooccurrences AS c
+                    WHERE c.bank_id = b AND c.entity_id_1 = ANY(frontier) AND c.cooccurrence_count > 0
+                    UNION ALL
+                    SELECT
+                        c.entity_id_1 AS other,
+                        c.cooccurrence_count AS cnt
+                    FROM entity_cooccurrences AS c
+                    WHERE c.bank_id = b AND c.entity_id_2 = ANY(frontier) AND c.cooccurrence_count > 0
+                ) AS p
+                WHERE p.other <> ALL(chosen)
+                GROUP BY p.other
+                ORDER BY weight DESC, p.other ASC
+                LIMIT room + 1
+            ) AS n;
+            IF cardinality(added) > room THEN
+                truncated := TRUE;
+                added := added[1:room];
+            END IF;
+            chosen := chosen || added;
+            frontier := added;
+        END LOOP;
+    ELSE
+        -- The busiest part: the most mentioned entities.
+        SELECT coalesce(array_agg(e.id ORDER BY e.mention_count DESC, e.id), '{}')
+        INTO chosen
+        FROM (
+            SELECT
+                x.id,
+                x.mention_count
+            FROM entities AS x
+            WHERE x.bank_id = b
+            ORDER BY x.mention_count DESC, x.id ASC
+            LIMIT entity_graph.max_nodes + 1
+        ) AS e;
+        IF cardinality(chosen) > entity_graph.max_nodes THEN
+            truncated := TRUE;
+            chosen := chosen[1:entity_graph.max_nodes];
+        END IF;
+    END IF;
+
+    recent := ARRAY(
+        SELECT DISTINCT u.id
+        FROM operations AS o
+        CROSS JOIN LATERAL unnest(o.entity_ids) AS u (id)
+        WHERE o.bank_id = b AND o.undone_at IS NULL AND o.performed_at > now() - recent_window
+    );
+
+    RETURN jsonb_build_object(
+        'bank_id', b,
+        'around', center,
+        'depth', CASE WHEN center IS NULL THEN NULL ELSE entity_graph.depth END,
+        'max_nodes', entity_graph.max_nodes,
+        'truncated', truncated,
+        'nodes', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'id', v.entity_id,
+                'name', v.name,
+                'type', e.entity_type,
+                'kind', v.kind,
+                'mention_count', v.mention_count,
+                'degree', v.degree,
+                'hub', v.degree >= hub_degree,
+                'recently_corrected', v.entity_id = ANY(recent)
+            ) ORDER BY array_position(chosen, v.entity_id))
+            FROM entity_overview AS v
+            INNER JOIN entities AS e ON v.bank_id = e.bank_id AND v.entity_id = e.id
+            WHERE v.bank_id = b AND v.entity_id = ANY(chosen)
+        ), '[]'::jsonb),
+        'edges', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'a', c.entity_id_1,
+                'b', c.entity_id_2,
+                'cooccurrence_count', c.cooccurrence_count
+            ) ORDER BY c.cooccurrence_count DESC, c.entity_id_1, c.entity_id_2)
+            FROM entity_cooccurrences AS c
+            WHERE
+                c.bank_id = b AND c.entity_id_1 = ANY(chosen) AND c.entity_id_2 = ANY(chosen)
+                AND c.cooccurrence_count > 0
+        ), '[]'::jsonb)
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.entity_graph(text, uuid, integer, integer) IS
+'A bounded neighbourhood of the co-occurrence graph as jsonb {bank_id, around, depth, max_nodes, truncated, nodes, '
+'edges}: around_entity''s partners breadth first to depth levels (strongest first), or without it the most '
+'mentioned entities; at most max_nodes. Nodes: id, name, type, kind, mention_count, degree, hub (degree >= 25), '
+'recently_corrected (in a correction in effect of the last 7 days); edges: a, b, cooccurrence_count among them.';

@@ -649,6 +649,50 @@ def facts_cmd(
     _out().print(table)
 
 
+@_command(app, "graph")
+def graph_cmd(
+    bank: BankArg,
+    around: Annotated[Optional[str], typer.Option(
+        "--around", help="The entity in the middle (id, name or alias) [default: the most mentioned ones].")] = None,
+    depth: Annotated[int, typer.Option("--depth", min=1, max=5, help="Levels of neighbours around it.")] = 1,
+    max_nodes: Annotated[int, typer.Option("--max-nodes", min=1, max=2000, help="At most this many entities.")] = 200,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Write a picture: FILE.html (self-contained), FILE.svg or FILE.png (Graphviz), FILE.dot "
+                      "[default: print the graph as JSON].")] = None,
+    *, db: DbOptions,
+) -> None:
+    """A picture of a bank: its entity graph around one entity, or its busiest part."""
+    from entity_resolver import graph as graph_mod
+
+    if out is not None:
+        try:
+            graph_mod.format_of(out)
+        except graph_mod.GraphError as exc:
+            raise typer.BadParameter(str(exc).partition(": ")[2], param_hint="--out")
+    with db.client() as er:
+        _require_bank(er, bank)
+        try:
+            graph = er.entity_graph(bank, around, depth, max_nodes)
+        except ValueError:
+            similar = er.similar_names(bank, around or "")
+            hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
+            raise CliError(f"bank {bank!r} has no entity named {around!r}{hint}") from None
+    if out is None:
+        _print_json(graph)
+        return
+    try:
+        fmt = graph_mod.write(graph, out)
+    except graph_mod.GraphError as exc:
+        raise SystemicError(str(exc))
+    summary = {"out": str(out), "format": fmt, "nodes": len(graph["nodes"]), "edges": len(graph["edges"]),
+               "truncated": graph["truncated"]}
+    if db.as_json:
+        _print_json(summary)
+    else:
+        _out().print(f"wrote {out} ({fmt}): {summary['nodes']} entities, {summary['edges']} edges"
+                     + (" (truncated at --max-nodes)" if graph["truncated"] else ""))
+
+
 @_command(app, "banks")
 def banks_cmd(db: DbOptions) -> None:
     """List the banks with their numbers of entities and facts."""

@@ -416,6 +416,15 @@ class Client:
                 (bank_id, self._entity_ids(bank_id, [entity], "entity", conn)[0], max_results)).fetchall()
         return [EntityFact(*r) for r in rows]
 
+    def entity_graph(self, bank_id: str, around: Optional[EntityRef] = None, depth: int = 1,
+                     max_nodes: int = 200) -> Dict[str, Any]:
+        """A bounded neighbourhood of the co-occurrence graph (entity_graph): around an entity (id, name or
+        alias) to ``depth`` levels, or the bank's most mentioned entities; ``{nodes, edges, ...}``."""
+        with self._connection() as conn:
+            center = None if around is None else self._entity_ids(bank_id, [around], "around", conn)[0]
+            return conn.execute(self._q("SELECT {s}.entity_graph(%s, %s, %s, %s)"),
+                                (bank_id, center, depth, max_nodes)).fetchone()[0]
+
     # -- correcting identity (a curator's; docs/corrections.md) ----------------------
     # Each returns the operation's plan as a dict, with the operation_id that
     # ``undo`` takes (None for a dry run). Entities may be named by id, or by
