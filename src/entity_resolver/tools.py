@@ -174,7 +174,11 @@ def retain(tb: Toolbox, bank_id: Bank, mentions: MentionList,
            fact_id: Annotated[Optional[str], Field(description="Your own id of the fact; default a new one.")] = None
            ) -> Dict[str, Any]:
     """Store a fact with its mentions: each mention is resolved to an entity (or a new one) and linked."""
-    items = [m if isinstance(m, str) else Mention(m.text, nearby=m.nearby, type=m.type) for m in mentions]
+    items: List[Any] = []
+    for m in mentions:
+        if isinstance(m, dict):   # (an adapter may hand the validated model back as a dict)
+            m = MentionIn.model_validate(m)
+        items.append(m if isinstance(m, str) else Mention(m.text, nearby=m.nearby, type=m.type))
     r = tb.client.retain(bank_id, items, content=content, event_date=event_date, fact_id=fact_id)
     return to_jsonable(r)
 
