@@ -4,10 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit test-citus citus demo lint setup system-deps bench soak clean extension install-extension lint-extension
+.PHONY: test graph-deps unit test-citus citus demo lint setup system-deps bench soak clean extension install-extension lint-extension
 
-test: setup lint install-extension lint-extension
+test: setup graph-deps lint install-extension lint-extension
 	$(PY) -m pytest -q
+
+# Graphviz and headless Chromium, for tests/db/test_graph.py (skipped without them).
+graph-deps:
+	@./scripts/system-deps.sh --graph
 
 unit: setup
 	$(PY) -m pytest -q tests/unit

@@ -8,6 +8,12 @@ need=()
 [ -f "/usr/lib/postgresql/${PG_MAJOR}/lib/plpython3.so" ] || need+=("postgresql-plpython3-${PG_MAJOR}")
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=("python3-venv")
 command -v runuser >/dev/null || need+=("util-linux")
+# --graph (make test): what the graph pictures' tests use, Graphviz's dot
+# (SVG, PNG) and headless Chromium (the HTML page's DOM); never needed to run.
+if [ "${1:-}" = "--graph" ]; then
+  command -v dot >/dev/null || need+=("graphviz")
+  command -v chromium >/dev/null || need+=("chromium")
+fi
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -72,6 +72,26 @@ COMMENT ON FUNCTION {{ internal }}._check_text(text, text, integer) IS
 'Internal: the rule for a text argument that names something (not null, not blank, at most max_length '
 'characters); returns it or raises an error naming the argument.';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._check_max_results(max_results integer, argument text DEFAULT 'max_results')
+RETURNS integer
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    IF max_results IS NULL OR max_results NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION '%: must be between 1 and 100000, got %', argument, coalesce(max_results::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN max_results;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._check_max_results(integer, text) IS
+'Internal: the rule for a bound on a read''s rows (1 to 100000); returns it or raises an error naming the argument.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}.check_bank_id(bank_id text, argument text DEFAULT 'bank_id')
 RETURNS text
 LANGUAGE plpgsql

@@ -669,6 +669,79 @@ def neighbors_cmd(
     _out().print(table)
 
 
+@_command(app, "facts")
+def facts_cmd(
+    bank: BankArg,
+    name: EntityArg,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=100000, help="At most this many, newest first.")] = 50,
+    *, db: DbOptions,
+) -> None:
+    """The facts that mention an entity, newest first."""
+    with db.client() as er:
+        try:
+            rows = er.entity_facts(bank, name, max_results=limit)
+        except ValueError:
+            _require_bank(er, bank)
+            similar = er.similar_names(bank, name)
+            hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
+            raise CliError(f"bank {bank!r} has no entity named {name!r}{hint}") from None
+    if db.as_json:
+        _print_json(rows)
+        return
+    table = new_table(f"facts mentioning {name} in bank {bank} (newest first, at most {limit})")
+    table.add_column("when", no_wrap=True)
+    table.add_column("as", no_wrap=True)
+    table.add_column("content", ratio=1)
+    table.add_column("fact id", no_wrap=True)
+    for r in rows:
+        table.add_row(fmt(r.event_date), r.mention_text, r.content or "–", str(r.fact_id))
+    _out().print(table)
+
+
+@_command(app, "graph")
+def graph_cmd(
+    bank: BankArg,
+    around: Annotated[Optional[str], typer.Option(
+        "--around", help="The entity in the middle (id, name or alias) [default: the most mentioned ones].")] = None,
+    depth: Annotated[int, typer.Option("--depth", min=1, max=5, help="Levels of neighbours around it.")] = 1,
+    max_nodes: Annotated[int, typer.Option("--max-nodes", min=1, max=2000, help="At most this many entities.")] = 200,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Write a picture: FILE.html (self-contained), FILE.svg or FILE.png (Graphviz), FILE.dot "
+                      "[default: print the graph as JSON].")] = None,
+    *, db: DbOptions,
+) -> None:
+    """A picture of a bank: its entity graph around one entity, or its busiest part."""
+    from entity_resolver import graph as graph_mod
+
+    if out is not None:
+        try:
+            graph_mod.format_of(out)
+        except graph_mod.GraphError as exc:
+            raise typer.BadParameter(str(exc).partition(": ")[2], param_hint="--out")
+    with db.client() as er:
+        _require_bank(er, bank)
+        try:
+            graph = er.entity_graph(bank, around, depth, max_nodes)
+        except ValueError:
+            similar = er.similar_names(bank, around or "")
+            hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
+            raise CliError(f"bank {bank!r} has no entity named {around!r}{hint}") from None
+    if out is None:
+        _print_json(graph)
+        return
+    try:
+        fmt = graph_mod.write(graph, out)
+    except graph_mod.GraphError as exc:
+        raise SystemicError(str(exc))
+    summary = {"out": str(out), "format": fmt, "nodes": len(graph["nodes"]), "edges": len(graph["edges"]),
+               "truncated": graph["truncated"]}
+    if db.as_json:
+        _print_json(summary)
+    else:
+        _out().print(f"wrote {out} ({fmt}): {summary['nodes']} entities, {summary['edges']} edges"
+                     + (" (truncated at --max-nodes)" if graph["truncated"] else ""))
+
+
 @_command(app, "banks")
 def banks_cmd(db: DbOptions) -> None:
     """List the banks with their numbers of entities and facts."""
@@ -931,6 +1004,38 @@ def history_cmd(
     _out().print(table)
     if not rows:
         _err().print(f"bank {bank!r} has no corrections")
+
+
+@_command(app, "mcp")
+def mcp_cmd(
+    dsn: DsnOpt = None, schema: SchemaOpt = DEFAULT_SCHEMA, data_dir: DataDirOpt = None,
+    bank: Annotated[Optional[List[str]], typer.Option(
+        "--bank", help="A bank the server serves (repeatable); a call for another is a tool error [default: any "
+                       "bank the role may use].")] = None,
+    http: Annotated[Optional[str], typer.Option(
+        "--http", metavar="HOST:PORT", help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
+    allow_remote: Annotated[bool, typer.Option(
+        "--allow-remote", help="Let --http listen on an address other machines reach (it has no authentication of "
+                               "its own).")] = False,
+) -> None:
+    """Run a Model Context Protocol server over the resolver for agents (stdio, or --http). See docs/agents.md."""
+    try:
+        from entity_resolver import mcp_server
+    except ImportError as exc:
+        raise SystemicError(f"the MCP server needs the mcp extra: pip install 'pg-entity-resolver[mcp]' ({exc})")
+    if http is not None:
+        try:
+            host, _ = mcp_server.parse_host_port(http)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc).partition(": ")[2], param_hint="--http")
+        if not mcp_server.is_loopback(host) and not allow_remote:
+            raise typer.BadParameter(f"{host} is not a loopback address; add --allow-remote to listen on it",
+                                     param_hint="--http")
+    # Checks the installation (the embedded cluster is installed when needed); stdout stays the protocol's.
+    with _connect(dsn, schema, data_dir, quiet=True) as conn:
+        info = conn.info
+        target = dsn or (f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}")
+    mcp_server.serve(target, schema=schema, banks=bank, http=http)
 
 
 # How export names the entity of a mention.

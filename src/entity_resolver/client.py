@@ -69,6 +69,17 @@ class Resolution:
 
 
 @dataclass(frozen=True)
+class Lookup:
+    """How a mention would resolve, without writing anything (a row of lookup_mention)."""
+
+    mention: str
+    entity_id: Optional[uuid.UUID]      # None: it would create a new entity
+    canonical_name: Optional[str]
+    score: Optional[float]
+    decision: str                       # resolved, alias, memory, label; new when it would create one
+
+
+@dataclass(frozen=True)
 class Explanation:
     """One candidate considered for a mention, with its signals (a row of explain_mention)."""
 
@@ -94,6 +105,16 @@ class Expansion:
     unit_id: uuid.UUID
     shared_entities: int
     fact_id: Optional[str] = None   # the caller's own id of the fact (facts.fact_id), when it has one
+
+
+@dataclass(frozen=True)
+class EntityFact:
+    """A fact that mentions an entity (a row of entity_facts)."""
+
+    fact_id: uuid.UUID              # the unit id (facts.id)
+    content: Optional[str]          # None for a unit of retain or resolve outside ``facts``
+    event_date: Optional[datetime]
+    mention_text: str               # how the fact named the entity (its first mention of it)
 
 
 @dataclass(frozen=True)
@@ -317,6 +338,16 @@ class Client:
         )
         return [Explanation(*r) for r in rows]
 
+    def lookup(self, bank_id: str, mention: str, nearby: Iterable[str] = (), event_date: When = None,
+               mention_type: Optional[str] = None) -> Lookup:
+        """The entity resolve would choose for a mention, or a new one (decision ``new``); writes nothing."""
+        row = self._rows(
+            "SELECT entity_id, canonical_name, score, decision FROM {s}.lookup_mention("
+            "%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s)",
+            (bank_id, mention, list(nearby), _when(event_date), mention_type),
+        )[0]
+        return Lookup(mention, *row)
+
     # -- write path -------------------------------------------------------------
     def retain(self, bank_id: str, mentions: Sequence[MentionLike], *, content: Optional[str] = None,
                event_date: When = None, fact_id: Union[uuid.UUID, str, None] = None) -> Retained:
@@ -373,6 +404,26 @@ class Client:
                 "SELECT unit_id, shared_entities, fact_id FROM {s}.expand_units(%s, %s::uuid[], %s)"),
                 (bank_id, self.unit_ids(bank_id, list(seed_unit_ids), conn), max_results)).fetchall()
         return [Expansion(r[0], int(r[1]), r[2]) for r in rows]
+
+    def entity_facts(self, bank_id: str, entity: EntityRef, max_results: int = 50) -> List[EntityFact]:
+        """The facts that mention an entity (by id, name or alias), newest first; entity_facts.
+
+        An id merged away stands for the entity it became.
+        """
+        with self._connection() as conn:
+            rows = conn.execute(self._q(
+                "SELECT fact_id, content, event_date, mention_text FROM {s}.entity_facts(%s, %s, %s)"),
+                (bank_id, self._entity_ids(bank_id, [entity], "entity", conn)[0], max_results)).fetchall()
+        return [EntityFact(*r) for r in rows]
+
+    def entity_graph(self, bank_id: str, around: Optional[EntityRef] = None, depth: int = 1,
+                     max_nodes: int = 200) -> Dict[str, Any]:
+        """A bounded neighbourhood of the co-occurrence graph (entity_graph): around an entity (id, name or
+        alias) to ``depth`` levels, or the bank's most mentioned entities; ``{nodes, edges, ...}``."""
+        with self._connection() as conn:
+            center = None if around is None else self._entity_ids(bank_id, [around], "around", conn)[0]
+            return conn.execute(self._q("SELECT {s}.entity_graph(%s, %s, %s, %s)"),
+                                (bank_id, center, depth, max_nodes)).fetchone()[0]
 
     # -- correcting identity (a curator's; docs/corrections.md) ----------------------
     # Each returns the operation's plan as a dict, with the operation_id that
@@ -596,6 +647,17 @@ class Client:
             (bank_id, name),
         )
         return self._entity(rows[0]) if rows else None
+
+    def find_entities(self, bank_id: str, name: str, limit: int = 20) -> List[Entity]:
+        """Entities whose name starts with ``name`` (case-insensitive): the name itself first, then most mentioned."""
+        rows = self._rows(
+            "WITH k AS MATERIALIZED (SELECT {s}.fold_name(%s) AS key)"
+            " SELECT " + self._ENTITY_COLUMNS + " FROM {s}.entity_overview, k"
+            " WHERE bank_id = %s AND left({i}.folded(name), char_length(k.key)) = k.key"
+            " ORDER BY {i}.folded(name) = k.key DESC, mention_count DESC, lower(name), entity_id LIMIT %s",
+            (name, bank_id, limit),
+        )
+        return [self._entity(r) for r in rows]
 
     def neighbors(self, bank_id: str, name: str, limit: int = 50) -> List[Neighbor]:
         """Entities seen in the same facts as ``name`` (case-insensitive), most often first."""

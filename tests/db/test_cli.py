@@ -388,6 +388,7 @@ def test_a_data_error_from_the_database_exits_1_and_a_systemic_one_3(cli, conn, 
 @pytest.mark.parametrize("command", [
     ["entities", "tema"], ["neighbors", "tema", "Acme"], ["explain", "tema", "Acme"],
     ["expand", "tema", "f1"], ["labels", "show", "tema"], ["labels", "schema", "tema"],
+    ["facts", "tema", "Acme"], ["graph", "tema"],
 ])
 def test_reading_a_bank_that_does_not_exist_is_an_error_not_an_empty_answer(cli, story, command):
     result = cli(*command)

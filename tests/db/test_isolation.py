@@ -162,6 +162,8 @@ def test_a_bank_user_cannot_reach_another_bank_through_any_function(banks, roles
     assert banks.execute(f"SELECT count(*) FROM {ER}.explain_mention('B', 'Borealis')").fetchone()[0] > 0
     assert "teamb" not in json.dumps(a.execute(f"SELECT {ER}.entity_labels_json_schema('B')").fetchone()[0])
     assert a.execute(f"SELECT * FROM {ER}.expand_units('B', %s)", ([b_fact],)).fetchall() == []
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="entity_id: .* is not an entity of bank 'B'"):
+        a.execute(f"SELECT * FROM {ER}.entity_facts('B', %s)", (b_entity,))
     assert a.execute(f"SELECT * FROM {ER}.flush_stats('B')").fetchall() == [(0, 0)]
     assert a.execute(f"SELECT * FROM {IN}._flush_queue('B', false)").fetchall() == [(0, 0)]
     assert a.execute(f"SELECT * FROM {IN}.explain_mention_py('B', 'Borealis', '{{}}', now(), NULL)").fetchall() == []

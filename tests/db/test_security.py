@@ -320,6 +320,8 @@ def test_a_member_of_the_usage_role_can_use_every_interface(conn, roles, connect
     app.execute(f"SELECT * FROM {er}.flush_stats()")
     app.execute(f"SELECT * FROM {er}.flush_stats('team')")
     assert app.execute(f"SELECT count(*) FROM {er}.expand_units('team', %s)", ([ids[0][0]],)).fetchone()[0] >= 1
+    assert app.execute(f"SELECT count(*) FROM {er}.entity_facts('team', %s)", (created[1][2],)).fetchone()[0] == 3
+    assert len(app.execute(f"SELECT {er}.entity_graph('team')").fetchone()[0]["nodes"]) >= 3
     overview = dict(app.execute(f"SELECT name, mention_count FROM {er}.entity_overview").fetchall())
     assert overview["Acme"] == 3
     assert app.execute(f"SELECT count(*) FROM {er}.entity_neighbors").fetchone()[0] > 0
