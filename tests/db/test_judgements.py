@@ -313,3 +313,72 @@ def test_an_orphan_judged_entity_goes_with_its_judgements_when_its_facts_are_for
     conn.execute(f"SELECT * FROM {ER}.flush_stats('team')")
     assert stored(conn) == []
     assert no_differences(conn)
+
+
+# -- the client and the command line ---------------------------------------------------
+
+def test_the_client_marks_lists_and_unmarks_by_name(conn, bank):
+    from entity_resolver.client import Client, Judgement
+
+    er = Client(conn)
+    preview = er.mark_distinct("team", "alex kim", "Alex Morgan", reason="two people", dry_run=True)
+    assert preview["dry_run"] is True and stored(conn) == []
+    plan = er.mark_distinct("team", "alex kim", bank["Alex Morgan"], reason="two people")
+    assert plan["operation_id"] and stored(conn) == [pair(bank["Alex Kim"], bank["Alex Morgan"])]
+    rows = er.judgements("team")
+    assert len(rows) == 1 and isinstance(rows[0], Judgement)
+    assert {rows[0].name_a, rows[0].name_b} == {"Alex Kim", "Alex Morgan"} and rows[0].reason == "two people"
+    assert er.judgements("team", "Acme") == [] and er.judgements("team", "ALEX MORGAN") == rows
+    with pytest.raises(ValueError, match="^b: bank 'team' has no entity named 'Nobody'"):
+        er.mark_distinct("team", "Alex Kim", "Nobody")
+    assert er.unmark_distinct("team", "Alex Morgan", "Alex Kim", dry_run=True)["dry_run"] is True
+    assert len(er.judgements("team")) == 1
+    er.unmark_distinct("team", "Alex Morgan", "Alex Kim")
+    assert er.judgements("team") == []
+    assert [o.kind for o in er.history("team")] == ["unmark_distinct", "mark_distinct"]
+
+
+def test_the_command_line_marks_lists_and_unmarks(conn, bank):
+    import json
+
+    from typer.testing import CliRunner
+
+    from entity_resolver.cli import app
+
+    i = conn.info
+    dsn = f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
+    env = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
+
+    def cli(*args):
+        return CliRunner().invoke(app, [*args, "--dsn", dsn], env=env, catch_exceptions=False)
+
+    preview = cli("distinct", "team", "Alex Kim", "Alex Morgan", "--reason", "two people", "--dry-run")
+    assert preview.exit_code == 0, preview.output
+    assert "mark 'Alex Kim' and 'Alex Morgan' distinct (dry run: nothing written)" in preview.stdout
+    assert stored(conn) == []
+    done = cli("distinct", "team", "Alex Kim", "Alex Morgan", "--reason", "two people")
+    assert done.exit_code == 0 and "undo with: entity-resolver undo team" in done.stdout
+    listed = cli("judgements", "team")
+    assert "Alex Kim" in listed.stdout and "Alex Morgan" in listed.stdout and "two people" in listed.stdout
+    rows = json.loads(cli("judgements", "team", "alex morgan", "--json").stdout)
+    assert [r["reason"] for r in rows] == ["two people"]
+    refused = cli("merge", "team", "Alex Kim", "--into", "Alex Morgan")
+    assert refused.exit_code != 0 and "23P01" in refused.stderr and "judged distinct" in refused.stderr
+    assert cli("undistinct", "team", "Alex Morgan", "Alex Kim", "--dry-run").exit_code == 0
+    assert len(stored(conn)) == 1
+    assert cli("undistinct", "team", "Alex Morgan", "Alex Kim").exit_code == 0
+    assert stored(conn) == []
+    empty = cli("judgements", "team")
+    assert empty.exit_code == 0 and "has no judgements" in empty.stderr
+    assert cli("judgements", "nobank").exit_code != 0
+
+
+def test_the_documented_command_lines_run_as_written(conn, bank):
+    from test_docs import run_documented, sh_block
+
+    i = conn.info
+    dsn = f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
+    for line in sh_block("corrections.md", "entity-resolver distinct team"):
+        run_documented(line, dsn)
+    kinds = [r[0] for r in conn.execute(f"SELECT kind FROM {ER}.operation_history('team')")]
+    assert kinds == ["unmark_distinct", "mark_distinct"] and stored(conn) == []
