@@ -234,7 +234,7 @@ COMMENT ON FUNCTION {{ schema }}.rebuild_stats(text, boolean) IS
 'difference ([kept, derived] pairs; kept includes queued increments) and entities nothing refers to (orphans). '
 'dry_run = false makes them equal (and removes the orphans unless curated), under the bank''s exclusive lock.';
 
-CREATE OR REPLACE FUNCTION {{ schema }}.current_entity(bank_id text, entity_id uuid)
+CREATE OR REPLACE FUNCTION {{ internal }}._current_entity(bank_id text, entity_id uuid)
 RETURNS uuid
 LANGUAGE sql
 STABLE
@@ -243,12 +243,27 @@ SET search_path = {{ search_path }}
 AS $$
     -- An id held by an application keeps working after a merge: it forwards
     -- to the entity it became (chains are collapsed when merges are made).
+    -- (Internal, for the functions that follow ids, sql/055_judgements.sql:
+    -- a distributed installation delegates the public one.)
     SELECT coalesce(
-        (SELECT e.id FROM entities AS e WHERE e.bank_id = check_bank_id(current_entity.bank_id)
-            AND e.id = current_entity.entity_id),
-        (SELECT f.new_id FROM entity_forwards AS f WHERE f.bank_id = current_entity.bank_id
-            AND f.old_id = current_entity.entity_id)
+        (SELECT e.id FROM entities AS e WHERE e.bank_id = _current_entity.bank_id
+            AND e.id = _current_entity.entity_id),
+        (SELECT f.new_id FROM entity_forwards AS f WHERE f.bank_id = _current_entity.bank_id
+            AND f.old_id = _current_entity.entity_id)
     )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._current_entity(text, uuid) IS
+'Internal: current_entity without the bank_id check.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.current_entity(bank_id text, entity_id uuid)
+RETURNS uuid
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT _current_entity(check_bank_id(current_entity.bank_id), current_entity.entity_id)
 $$;
 
 COMMENT ON FUNCTION {{ schema }}.current_entity(text, uuid) IS

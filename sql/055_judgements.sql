@@ -25,7 +25,7 @@ BEGIN
     PERFORM _check_not_null(_judged_entity.entity_id, argument);
     RETURN _find_entity(
         _judged_entity.bank_id,
-        coalesce(current_entity(_judged_entity.bank_id, _judged_entity.entity_id), _judged_entity.entity_id),
+        coalesce(_current_entity(_judged_entity.bank_id, _judged_entity.entity_id), _judged_entity.entity_id),
         argument
     ) || jsonb_build_object('given_id', _judged_entity.entity_id);
 END;
@@ -419,8 +419,8 @@ BEGIN
     FOR r IN
         SELECT * FROM jsonb_populate_recordset(NULL::entity_judgements, coalesce(_restore_judgements.image, '[]'))
     LOOP
-        x := current_entity(_restore_judgements.bank_id, r.entity_a);
-        y := current_entity(_restore_judgements.bank_id, r.entity_b);
+        x := _current_entity(_restore_judgements.bank_id, r.entity_a);
+        y := _current_entity(_restore_judgements.bank_id, r.entity_b);
         CONTINUE WHEN x IS NULL OR y IS NULL OR x = y;
         INSERT INTO entity_judgements (bank_id, entity_a, entity_b, judgement, reason, created_at, created_by)
         VALUES (_restore_judgements.bank_id, least(x, y), greatest(x, y), r.judgement, r.reason, r.created_at,
