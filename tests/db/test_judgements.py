@@ -160,6 +160,15 @@ def test_forget_removes_the_entitys_judgements_and_undo_restores_them(conn, bank
     assert no_differences(conn)
 
 
+def test_undoing_a_forget_gives_a_judgement_back_to_the_entity_its_partner_became(conn, bank):
+    kim, morgan, acme = bank["Alex Kim"], bank["Alex Morgan"], bank["Acme"]
+    call(conn, "mark_distinct", "team", kim, morgan)
+    forgot = call(conn, "forget_entity", "team", kim)["operation_id"]
+    call(conn, "merge_entities", "team", [morgan], acme)      # the partner merged away since
+    call(conn, "undo_operation", "team", forgot)
+    assert stored(conn) == [pair(kim, acme)]
+
+
 def test_undo_of_mark_removes_it_and_undo_of_unmark_restores_it_exactly(conn, bank):
     kim, morgan = bank["Alex Kim"], bank["Alex Morgan"]
     before = snapshot(conn, "team")
