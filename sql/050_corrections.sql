@@ -234,7 +234,7 @@ COMMENT ON FUNCTION {{ schema }}.rebuild_stats(text, boolean) IS
 'difference ([kept, derived] pairs; kept includes queued increments) and entities nothing refers to (orphans). '
 'dry_run = false makes them equal (and removes the orphans unless curated), under the bank''s exclusive lock.';
 
-CREATE OR REPLACE FUNCTION {{ schema }}.current_entity(bank_id text, entity_id uuid)
+CREATE OR REPLACE FUNCTION {{ internal }}._current_entity(bank_id text, entity_id uuid)
 RETURNS uuid
 LANGUAGE sql
 STABLE
@@ -243,12 +243,27 @@ SET search_path = {{ search_path }}
 AS $$
     -- An id held by an application keeps working after a merge: it forwards
     -- to the entity it became (chains are collapsed when merges are made).
+    -- (Internal, for the functions that follow ids, sql/055_judgements.sql:
+    -- a distributed installation delegates the public one.)
     SELECT coalesce(
-        (SELECT e.id FROM entities AS e WHERE e.bank_id = check_bank_id(current_entity.bank_id)
-            AND e.id = current_entity.entity_id),
-        (SELECT f.new_id FROM entity_forwards AS f WHERE f.bank_id = current_entity.bank_id
-            AND f.old_id = current_entity.entity_id)
+        (SELECT e.id FROM entities AS e WHERE e.bank_id = _current_entity.bank_id
+            AND e.id = _current_entity.entity_id),
+        (SELECT f.new_id FROM entity_forwards AS f WHERE f.bank_id = _current_entity.bank_id
+            AND f.old_id = _current_entity.entity_id)
     )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._current_entity(text, uuid) IS
+'Internal: current_entity without the bank_id check.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.current_entity(bank_id text, entity_id uuid)
+RETURNS uuid
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT _current_entity(check_bank_id(current_entity.bank_id), current_entity.entity_id)
 $$;
 
 COMMENT ON FUNCTION {{ schema }}.current_entity(text, uuid) IS
@@ -803,6 +818,8 @@ BEGIN
     END LOOP;
     sources := ARRAY(SELECT DISTINCT s.id FROM unnest(merge_entities.source_ids) AS s (id) ORDER BY s.id);
     everyone := sources || target.id;
+    -- Two of them judged distinct (mark_distinct): refused (sql/055_judgements.sql).
+    PERFORM _check_not_judged(b, everyone);
     -- A source's name becomes an alias of the target; it cannot be an alias
     -- of another entity already (names and aliases are disjoint), but an
     -- installation written to by hand might disagree.
@@ -878,7 +895,8 @@ BEGIN
         'aliases', (SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY a.entity_id, a.alias), '[]')
             FROM entity_aliases AS a WHERE a.bank_id = b AND a.entity_id = ANY(sources)),
         'forwards', (SELECT coalesce(jsonb_agg(to_jsonb(f) ORDER BY f.old_id), '[]')
-            FROM entity_forwards AS f WHERE f.bank_id = b AND f.new_id = ANY(sources))
+            FROM entity_forwards AS f WHERE f.bank_id = b AND f.new_id = ANY(sources)),
+        'judgements', _judgements_image(b, everyone)
     );
     op_id := _record_operation(b, 'merge', merge_entities.reason, everyone, plan, image);
 
@@ -929,6 +947,9 @@ BEGIN
     SELECT b, s.id, target.id, op_id
     FROM unnest(sources) AS s (id)
     ORDER BY s.id;
+
+    -- Judgements: the sources' become the target's (sql/055_judgements.sql).
+    PERFORM _move_judgements(b, sources, target.id);
 
     -- Nothing refers to the sources now. Curated ones are uncurated first:
     -- the usage roles may delete only entities the flush would (orphans_only).
@@ -1298,6 +1319,7 @@ BEGIN
             FROM entity_aliases AS a WHERE a.bank_id = b AND a.entity_id = one.id),
         'forwards', (SELECT coalesce(jsonb_agg(to_jsonb(f) ORDER BY f.old_id), '[]')
             FROM entity_forwards AS f WHERE f.bank_id = b AND f.new_id = one.id),
+        'judgements', _judgements_image(b, ARRAY[one.id]),
         -- Whether each unit was a fact, and held anything else: undo gives
         -- back the entity's mentions only in units that were not forgotten
         -- since (a deleted fact, a retain unit forget_unit emptied).
@@ -1323,6 +1345,7 @@ BEGIN
 
     DELETE FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = one.id;
     DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = one.id;
+    PERFORM _forget_judgements(b, one.id);
     -- Nothing refers to it now (see merge_entities); its pairs, aliases and
     -- the ids forwarded to it go with it.
     UPDATE entities AS e SET curated = FALSE WHERE e.bank_id = b AND e.id = one.id AND e.curated;
@@ -1555,6 +1578,8 @@ BEGIN
     units := _restore_links(b, image, target, everyone);
     PERFORM _relink_mentions(b, units, everyone);
     PERFORM _restore_pairs(b, everyone, image -> 'pairs');
+    -- The judgements moved to the target go back to the sources.
+    PERFORM _restore_judgements(b, image -> 'judgements', everyone);
     RETURN jsonb_build_object(
         'entities_restored', cardinality(sources), 'mentions_restored', n_mentions, 'units_restored', cardinality(units),
         'orphans_removed', _remove_orphans(b, everyone, image -> 'orphans')
@@ -1712,6 +1737,7 @@ BEGIN
     ORDER BY r.unit_id
     ON CONFLICT ON CONSTRAINT unit_entities_pkey DO NOTHING;
     PERFORM _restore_pairs(b, ARRAY[was.id], image -> 'pairs');
+    PERFORM _restore_judgements(b, image -> 'judgements');
     RETURN jsonb_build_object(
         'entities_restored', 1, 'mentions_restored', n_mentions,
         'orphans_removed', _remove_orphans(b, ARRAY[was.id], image -> 'orphans')
@@ -1798,6 +1824,14 @@ BEGIN
             SELECT r.*
             FROM jsonb_populate_recordset(NULL::entity_aliases, op.before_image -> 'aliases') AS r;
         END IF;
+    ELSIF op.kind = 'mark_distinct' THEN
+        -- (sql/055_judgements.sql)
+        DELETE FROM entity_judgements AS j
+        WHERE
+            j.bank_id = b AND j.entity_a = (op.plan -> 'pair' ->> 0)::uuid
+            AND j.entity_b = (op.plan -> 'pair' ->> 1)::uuid;
+    ELSIF op.kind = 'unmark_distinct' THEN
+        PERFORM _restore_judgements(b, op.before_image -> 'judgements');
     END IF;
 
     UPDATE operations AS o SET undone_at = now(), undone_by = current_user

@@ -427,8 +427,8 @@ BEGIN
     --     An entity nothing refers to (no mention, no link) is deleted by
     --     the flush (a restrictive policy lets these roles delete no other).
     --   mentions: provenance, written by resolution, deleted by forgetting.
-    --   entity_aliases, entity_forwards, operations: read by resolution;
-    --     written by operator corrections only.
+    --   entity_aliases, entity_forwards, operations, entity_judgements:
+    --     read by resolution and merges; written by operator corrections only.
     --   stats_queue: queued by resolution and linking, claimed (FOR UPDATE,
     --     which needs an UPDATE privilege: queued_at, harmless) and deleted
     --     by flushing.
@@ -454,6 +454,7 @@ BEGIN
             ('entity_aliases', 'SELECT', both_roles),
             ('entity_forwards', 'SELECT', both_roles),
             ('operations', 'SELECT', both_roles),
+            ('entity_judgements', 'SELECT', both_roles),
             ('name_variants', 'SELECT', both_roles),
             ('org_suffixes', 'SELECT', both_roles),
             ('plpython_modules', 'SELECT', both_roles),
@@ -465,6 +466,7 @@ BEGIN
             ('entity_aliases', 'INSERT, DELETE, UPDATE (entity_id)', quote_ident(curator)),
             ('entity_forwards', 'INSERT, DELETE, UPDATE (new_id)', quote_ident(curator)),
             ('operations', 'INSERT, UPDATE (undone_at, undone_by)', quote_ident(curator)),
+            ('entity_judgements', 'INSERT, DELETE', quote_ident(curator)),
             ('bank_roles', 'SELECT', quote_ident(curator))
         ) AS t (tbl, privileges, grantees)
     LOOP

@@ -959,6 +959,50 @@ def forget_cmd(
              db)
 
 
+@_command(app, "distinct")
+def distinct_cmd(
+    bank: BankArg,
+    a: Annotated[str, typer.Argument(help="One entity (id, name or alias).")],
+    b: Annotated[str, typer.Argument(help="The other entity (id, name or alias).")],
+    reason: ReasonOpt = None, dry_run: DryRunOpt = False,
+    *, db: DbOptions,
+) -> None:
+    """Judge two entities distinct: no merge may make them one until undistinct."""
+    _correct(bank, lambda er: er.mark_distinct(bank, a, b, reason=reason, dry_run=dry_run), db)
+
+
+@_command(app, "undistinct")
+def undistinct_cmd(
+    bank: BankArg,
+    a: Annotated[str, typer.Argument(help="One entity (id, name or alias).")],
+    b: Annotated[str, typer.Argument(help="The other entity (id, name or alias).")],
+    dry_run: DryRunOpt = False,
+    *, db: DbOptions,
+) -> None:
+    """Remove the judgement that two entities are distinct."""
+    _correct(bank, lambda er: er.unmark_distinct(bank, a, b, dry_run=dry_run), db)
+
+
+@_command(app, "judgements")
+def judgements_cmd(
+    bank: BankArg,
+    entity: Annotated[Optional[str], typer.Argument(help="Only this entity's (id, name or alias).")] = None,
+    *, db: DbOptions,
+) -> None:
+    """The pairs of entities judged distinct (entity-resolver distinct)."""
+    with db.client() as er:
+        rows = _existing(er, bank, er.judgements(bank, entity))
+    if db.as_json:
+        _print_json(rows)
+        return
+    table = _table(f"judgements of bank {bank}", ("entity", "distinct from", "why", "when", "who"), overflow="fold")
+    for r in rows:
+        table.add_row(r.name_a, r.name_b, r.reason or "–", fmt(r.created_at), r.created_by)
+    _out().print(table)
+    if not rows:
+        _err().print(f"bank {bank!r} has no judgements" + (f" of {entity!r}" if entity else ""))
+
+
 @_command(app, "undo")
 def undo_cmd(
     bank: BankArg,

@@ -122,7 +122,7 @@ class Operation:
     """An operator correction in the bank's ledger (a row of operation_history)."""
 
     operation_id: int
-    kind: str                   # merge, split, rename, add_alias, remove_alias, forget_entity
+    kind: str                   # merge, split, rename, add_alias, remove_alias, forget_entity, mark_distinct, ...
     summary: str
     performed_by: str
     performed_at: datetime
@@ -131,6 +131,20 @@ class Operation:
     undone_at: Optional[datetime]
     undone_by: Optional[str]
     blocked_by: Optional[List[int]]   # later operations to undo first; None once undone
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Two entities an operator judged distinct (a row of list_judgements; entity_a is the smaller id)."""
+
+    entity_a: uuid.UUID
+    name_a: str
+    entity_b: uuid.UUID
+    name_b: str
+    judgement: str              # distinct
+    reason: Optional[str]
+    created_at: datetime
+    created_by: str
 
 
 @dataclass(frozen=True)
@@ -524,6 +538,30 @@ class Client:
         return self._correct(
             "SELECT {s}.forget_entity(%s, %s, %s, %s)",
             lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], dry_run, reason))
+
+    def mark_distinct(self, bank_id: str, a: EntityRef, b: EntityRef, *, reason: Optional[str] = None,
+                      dry_run: bool = False) -> Dict[str, Any]:
+        """Judge two entities distinct: no merge may make them one until unmarked (mark_distinct)."""
+        return self._correct(
+            "SELECT {s}.mark_distinct(%s, %s, %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, [a], "a", c)[0],
+                       self._entity_ids(bank_id, [b], "b", c)[0], reason, dry_run))
+
+    def unmark_distinct(self, bank_id: str, a: EntityRef, b: EntityRef, *, dry_run: bool = False) -> Dict[str, Any]:
+        """Remove the judgement that two entities are distinct (unmark_distinct)."""
+        return self._correct(
+            "SELECT {s}.unmark_distinct(%s, %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, [a], "a", c)[0],
+                       self._entity_ids(bank_id, [b], "b", c)[0], dry_run))
+
+    def judgements(self, bank_id: str, entity: Optional[EntityRef] = None) -> List[Judgement]:
+        """The bank's judgements, or those of one entity (list_judgements)."""
+        with self._connection() as conn:
+            one = None if entity is None else self._entity_ids(bank_id, [entity], "entity", conn)[0]
+            rows = conn.execute(self._q(
+                "SELECT entity_a, name_a, entity_b, name_b, judgement, reason, created_at, created_by"
+                " FROM {s}.list_judgements(%s, %s)"), (bank_id, one)).fetchall()
+        return [Judgement(*r) for r in rows]
 
     def undo(self, bank_id: str, operation_id: int) -> Dict[str, Any]:
         """Undo an operation (undo_operation)."""

@@ -22,6 +22,7 @@ SNAPSHOT_TABLES = {
     "unit_entities": "unit_id, entity_id",
     "entity_cooccurrences": "entity_id_1, entity_id_2",
     "entity_forwards": "old_id",
+    "entity_judgements": "entity_a, entity_b",
     "stats_queue": "id",
 }
 

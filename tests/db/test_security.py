@@ -40,6 +40,7 @@ EXPECTED_TABLE_PRIVILEGES = {
     "entity_aliases": {"SELECT"},
     "entity_forwards": {"SELECT"},
     "operations": {"SELECT"},
+    "entity_judgements": {"SELECT"},
     "plpython_modules": {"SELECT"},
     "name_variants": {"SELECT"},
     "org_suffixes": {"SELECT"},
@@ -57,6 +58,7 @@ EXPECTED_CURATOR_PRIVILEGES = {
     "entity_aliases": {"INSERT", "DELETE", "UPDATE(entity_id)"},
     "entity_forwards": {"INSERT", "DELETE", "UPDATE(new_id)"},
     "operations": {"INSERT", "UPDATE(undone_at)", "UPDATE(undone_by)"},
+    "entity_judgements": {"INSERT", "DELETE"},
     "bank_roles": {"SELECT"},
 }
 ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation",
