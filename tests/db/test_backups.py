@@ -175,7 +175,7 @@ def rows_per_bank(conn: psycopg.Connection) -> dict:
 
 
 def filled_bank(conn: psycopg.Connection, bank: str, role: str) -> None:
-    """A bank with a row in every table: facts, a correction (ledger, alias, forward), a grant, queued statistics."""
+    """A bank with a row in every table: facts, corrections (ledger, alias, forward, judgement), a grant, queued statistics."""
     conn.execute(f"SELECT {SCHEMA}.configure_bank(%s, '{{\"threshold\": 0.7}}')", (bank,))
     write(conn, bank, ["Alice Smith", "Acme Corp"])
     write(conn, bank, ["Zed Zorro", "Acme Corp"])
@@ -183,6 +183,9 @@ def filled_bank(conn: psycopg.Connection, bank: str, role: str) -> None:
                          (bank, n)).fetchone()[0] for n in ("Alice Smith", "Zed Zorro"))
     conn.execute(f"SELECT {SCHEMA}.merge_entities(%s, ARRAY[%s]::uuid[], %s)", (bank, b, a))
     conn.execute(f"SELECT {SCHEMA}.add_alias(%s, %s, 'Ally')", (bank, a))
+    acme = conn.execute(f"SELECT id FROM {SCHEMA}.entities WHERE bank_id = %s AND canonical_name = 'Acme Corp'",
+                        (bank,)).fetchone()[0]
+    conn.execute(f"SELECT {SCHEMA}.mark_distinct(%s, %s, %s)", (bank, a, acme))
     conn.execute(f"SELECT {SCHEMA}.grant_bank_access(%s, %s)", (bank, role))
     conn.execute("SET entity_resolver.flush_at_commit = off")
     write(conn, bank, ["Alice Smith", "Oslo"])
