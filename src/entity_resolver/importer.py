@@ -25,10 +25,10 @@ links them together) and the bank's statistics are flushed, so the next batch
 is resolved against a graph that includes this one. A batch is all or nothing.
 
 Errors are of two kinds (:func:`is_data_error`): a *data* error is about one
-line (SQLSTATE classes 22, 23 and 54: a value, a constraint, a limit); any
-other error is *systemic* (permission, connection, not installed, read-only,
-disk full, ...). ``skip_bad`` skips data errors only; a systemic error stops
-the import whatever the flag.
+line (SQLSTATE classes 22, 23, 2B and 54: a value, a constraint, a dependent
+operation, a limit); any other error is *systemic* (permission, connection,
+not installed, read-only, disk full, ...). ``skip_bad`` skips data errors
+only; a systemic error stops the import whatever the flag.
 
 Dates without a UTC offset are read as UTC: validation and writing run with
 the transaction's TimeZone set to UTC, so a date means the same on every server.
@@ -74,10 +74,12 @@ MAX_FACT_ID = 500        # characters; facts.fact_id's check constraint
 # Keys of a mention object the importer takes off before the server sees it.
 IMPORT_ONLY_MENTION_KEYS = ("gold",)
 
-# SQLSTATE classes that are about the data of one line: 22 data exception
-# (a value), 23 integrity constraint violation, 54 program limit exceeded
-# (a limit such as mentions per fact). Anything else is systemic.
-DATA_CLASSES = ("22", "23", "54")
+# SQLSTATE classes that are about the data (of one line, or an argument): 22
+# data exception (a value), 23 integrity constraint violation, 2B dependent
+# objects still exist (an operation later ones build on, which undo refuses),
+# 54 program limit exceeded (a limit such as mentions per fact). Anything else
+# is systemic. The command line's exit statuses follow the same rule.
+DATA_CLASSES = ("22", "23", "2B", "54")
 
 NO_MENTIONS = "mentions: none; the fact is stored linked to no entity"
 

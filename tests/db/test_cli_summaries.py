@@ -64,3 +64,70 @@ def test_two_imports_of_one_file_at_once_count_only_what_each_wrote(conn, tmp_pa
     assert a["entities_created"] + b["entities_created"] == entities
     # Both ran at once (each wrote some): otherwise the test shows nothing.
     assert a["facts"] > 0 and b["facts"] > 0, (a, b)
+
+
+# -- exit statuses --------------------------------------------------------------------
+
+def test_undo_of_an_operation_later_ones_build_on_is_a_data_error_naming_them(conn):
+    er = Client(conn)
+    for n, mentions in enumerate([["Alex Morgan", "Acme"], ["Alex Kim", "React"]], 1):
+        er.retain("team", mentions, event_date=f"2026-03-0{n}T09:00:00Z", fact_id=f"f{n}")
+    merged = er.merge("team", ["Alex Kim"], "Alex Morgan")["operation_id"]
+    alias = er.add_alias("team", "Alex Morgan", "AM")["operation_id"]
+    result = run("undo", "team", str(merged), "--dsn", dsn_of(conn))
+    assert result.exit_code == 1, result.output
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert line.startswith("error: 2BP01: operation_id: operation ")
+    assert f"later operations build on it: {alias} (add_alias)" in line and "systemic" not in line
+    data = json.loads(run("undo", "team", str(merged), "--json", "--dsn", dsn_of(conn)).stdout)
+    assert (data["sqlstate"], data["kind"], data["exit_code"]) == ("2BP01", "data", 1)
+
+
+@pytest.mark.parametrize("dsn", ["not a dsn", "hots=localhost", "postgresql://[::1"])
+@pytest.mark.parametrize("command", [["entities", "team"], ["install"], ["import", "-"]])
+def test_a_malformed_dsn_is_a_usage_error(dsn, command):
+    result = run(*command, "--dsn", dsn)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--dsn': not a PostgreSQL connection string" in result.stderr
+    assert "Traceback" not in result.output
+    data = json.loads(run(*command, "--dsn", dsn, "--json").stdout)
+    assert data["kind"] == "usage" and data["exit_code"] == 2 and data["sqlstate"] is None
+    assert data["error"].startswith("Invalid value for '--dsn': not a PostgreSQL connection string: ")
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["entities", "--json", "--bogus"], "No such option: --bogus"),
+    (["entities", "--json"], "Missing argument 'bank'."),
+    (["nosuch", "--json"], "No such command 'nosuch'."),
+    (["db", "status", "--json", "--bogus"], "No such option: --bogus"),
+    (["entities", "team", "--kind", "bogus", "--json"], "Invalid value for '--kind'"),
+])
+def test_with_json_a_usage_error_is_also_json_on_stdout(argv, error):
+    result = run(*argv)
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert set(data) == {"error", "sqlstate", "kind", "exit_code"}
+    assert data["error"].startswith(error) and (data["kind"], data["exit_code"]) == ("usage", 2)
+    assert error in result.stderr          # click's usage message as before
+    # Without --json, stdout stays empty.
+    assert run(*[a for a in argv if a != "--json"]).stdout == ""
+
+
+# -- progress -----------------------------------------------------------------------------
+
+def test_an_import_into_a_log_prints_a_progress_line_at_each_interval(conn, tmp_path):
+    path = many_facts(tmp_path / "facts.jsonl", 60)
+    result = run("import", str(path), "--batch", "1", "--dsn", dsn_of(conn),
+                 env={"ENTITY_RESOLVER_PROGRESS_SECONDS": "0.05"})
+    assert result.exit_code == 0, result.output
+    lines = re.findall(r"^importing: (\d+) of 60 facts done, (\d+\.\d) facts/s$", result.stderr, re.M)
+    assert len(lines) >= 2, result.stderr
+    done = [int(d) for d, _ in lines]
+    assert done == sorted(done) and done[-1] > 0
+    assert "facts imported" in result.stdout
+
+
+def test_the_progress_interval_must_be_a_positive_number(conn, tmp_path):
+    path = many_facts(tmp_path / "facts.jsonl", 3)
+    result = run("import", str(path), "--dsn", dsn_of(conn), env={"ENTITY_RESOLVER_PROGRESS_SECONDS": "0"})
+    assert result.exit_code == 2 and "ENTITY_RESOLVER_PROGRESS_SECONDS: must be a positive number" in result.stderr
