@@ -59,7 +59,7 @@ from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedE
 from entity_resolver.exporter import GOLD_FORMS
 from entity_resolver.install import (DEFAULT_SHARD_COUNT, InstallError, code_version, install,
                                      installed_code_version, installed_version, is_current)
-from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict
+from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict, why_chosen
 
 EMBEDDED_DB = "entity_resolver"
 
@@ -678,20 +678,39 @@ def explain_cmd(
     mention_type: Annotated[Optional[str], typer.Option(
         "--type", help="The mention's type (person, organization, place, ...), as a mention element's \"type\".")
     ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many candidates (--json lists "
+                                                               "them all).")] = 10,
     *, db: DbOptions,
 ) -> None:
-    """Show a mention's candidates, signals and decision."""
+    """Show a mention's candidates, signals and decision.
+
+    The table fits the terminal: signal columns are left out (least needed
+    first) before the candidates' names are ever wrapped; --json has them all.
+    """
     with db.client() as er:
         rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type))
-    chosen = next((r for r in rows if r.decision in TAKEN), None)
+        chosen = next((r for r in rows if r.decision in TAKEN), None)
+        # The threshold only to say why a candidate under it won (a lever).
+        why = why_chosen(rows, er.settings(bank)["threshold"]) if chosen is not None and chosen.lever else None
     if db.as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
                      "type": mention_type, "resolves_to": to_jsonable(chosen), "candidates": rows})
         return
+    # The first rows in the server's order, the chosen one always among them.
+    shown = rows[:limit]
+    if chosen is not None and chosen not in shown:
+        shown = rows[:limit - 1] + [chosen]
     context = f" near {', '.join(near)}" if near else ""
     out = _out()
-    out.print(explain_table(rows, title=f"{mention!r}{context} in bank {bank}"))
+    hidden: List[str] = []
+    out.print(explain_table(shown, title=f"{mention!r}{context} in bank {bank}", width=out.width, hidden=hidden))
+    if len(rows) > len(shown):
+        out.print(f"{len(rows) - len(shown)} more (--limit {len(rows)} shows them)", style="dim")
+    if hidden:
+        out.print(f"not shown at {out.width} columns: {', '.join(hidden)} (--json has every signal)", style="dim")
     out.print(verdict(mention, rows))
+    if why:
+        out.print(why)
 
 
 # -- inspection ------------------------------------------------------------------

@@ -131,3 +131,72 @@ def test_the_progress_interval_must_be_a_positive_number(conn, tmp_path):
     path = many_facts(tmp_path / "facts.jsonl", 3)
     result = run("import", str(path), "--dsn", dsn_of(conn), env={"ENTITY_RESOLVER_PROGRESS_SECONDS": "0"})
     assert result.exit_code == 2 and "ENTITY_RESOLVER_PROGRESS_SECONDS: must be a positive number" in result.stderr
+
+
+# -- explain at 80 columns and less ------------------------------------------------------
+
+@pytest.fixture
+def alexes(conn):
+    """The two Alexes of docs/accuracy.md."""
+    er = Client(conn)
+    for n, (when, mentions) in enumerate([
+        ("2026-03-02T09:00:00Z", ["Alex Kim", "React", "Sprint 14"]),
+        ("2026-03-02T11:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
+        ("2026-03-03T10:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
+    ]):
+        er.retain("team", mentions, event_date=when, fact_id=f"f{n + 1}", content=" ".join(mentions))
+    return er
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_explain_keeps_every_candidate_name_whole_and_fits_the_terminal(conn, alexes, columns):
+    alexes.retain("team", ["Alexander Hamilton", "Treasury"], event_date="2026-03-03T12:00:00Z", fact_id="f4")
+    result = run("explain", "team", "Alex", "--near", "Acme", "--at", "2026-03-04T09:00:00Z", "--dsn", dsn_of(conn),
+                 env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    candidates = [c.canonical_name for c in alexes.explain("team", "Alex", ["Acme"], "2026-03-04T09:00:00Z")]
+    assert {"Alex Morgan", "Alex Kim", "Alexander Hamilton"} <= set(candidates)
+    for name in candidates:
+        # Each name whole on one line, at the start of its row: the column was not wrapped.
+        assert any(line.startswith(name + " ") for line in lines), (name, result.stdout)
+    assert max(len(line.rstrip()) for line in lines) <= columns, result.stdout
+    assert "score" in lines[1] and "decision" in lines[1]
+    if columns == 40:
+        words = " ".join(result.stdout.split())     # the note may wrap, as sentences do
+        assert "not shown at 40 columns: words, trigram, recency, name, cooc, lever (--json has every signal)" in words
+
+
+def test_explain_says_why_a_candidate_under_the_threshold_won(conn, alexes):
+    # docs/accuracy.md's case: "Alex" near Acme long after (recency 0), Alex Morgan chosen at
+    # 0.479 by the bare-name lever.
+    at = "2027-06-01T00:00:00Z"
+    result = run("explain", "team", "Alex", "--near", "Acme", "--at", at, "--dsn", dsn_of(conn),
+                 env={"COLUMNS": "80"})
+    [row] = [c for c in alexes.explain("team", "Alex", ["Acme"], at) if c.decision == "chosen"]
+    assert (row.canonical_name, row.lever, round(row.score, 3)) == ("Alex Morgan", "bare_names", 0.479)
+    why = [line for line in result.stdout.splitlines() if "chosen by context: bare-name lever" in line]
+    assert len(why) == 1 and why[0] == "-> chosen by context: bare-name lever; score 0.479, under the threshold 0.600", result.stdout
+    # A candidate chosen over the threshold needs no such line.
+    plain = run("explain", "team", "Alex Morgan", "--dsn", dsn_of(conn))
+    assert "resolves to 'Alex Morgan'" in plain.stdout and "chosen by" not in plain.stdout
+
+
+def test_explain_shows_at_most_limit_rows_and_how_many_more(conn):
+    er = Client(conn)
+    surnames = ["Abbott", "Baker", "Carter", "Dalton", "Ellis", "Foster", "Garcia", "Hughes", "Irwin", "Jensen",
+                "Keller", "Lawson", "Murphy", "Nolan", "Owens"]
+    for n, surname in enumerate(surnames):
+        er.retain("team", [f"Alex {surname}", f"Topic {n}"], fact_id=f"f{n}")
+    total = len(er.explain("team", "Alex Owens"))
+    assert total > 12
+    default = run("explain", "team", "Alex Owens", "--dsn", dsn_of(conn))
+    assert default.exit_code == 0
+    shown = [s for s in surnames if any(line.startswith(f"Alex {s} ") for line in default.stdout.splitlines())]
+    assert len(shown) == 10 and "Owens" in shown            # the chosen one always among them
+    assert f"{total - 10} more (--limit {total} shows them)" in default.stdout
+    three = run("explain", "team", "Alex Owens", "--limit", "3", "--dsn", dsn_of(conn))
+    assert f"{total - 3} more" in three.stdout
+    assert sum(line.startswith("Alex ") for line in three.stdout.splitlines()) == 3
+    assert len(json.loads(run("explain", "team", "Alex Owens", "--limit", "3", "--json",
+                              "--dsn", dsn_of(conn)).stdout)["candidates"]) == total
