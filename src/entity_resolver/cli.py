@@ -1248,6 +1248,9 @@ def _print_status(cluster: EmbeddedCluster, as_json: bool) -> None:
         _print_json(s)
         return
     out = _out()
+    if s["running"] and s["dsn"]:
+        # Line one is the DSN alone, for: export DSN="$(entity-resolver db status | head -n 1)"
+        out.print(s["dsn"], soft_wrap=True, markup=False)
     out.print(f"embedded PostgreSQL: {'running' if s['running'] else 'stopped'}")
     out.print(f"  data directory  {s['datadir']}{'' if s['initialized'] else ' (not created yet)'}")
     out.print(f"  server log      {s['log']}")

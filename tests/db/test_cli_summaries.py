@@ -200,3 +200,38 @@ def test_explain_shows_at_most_limit_rows_and_how_many_more(conn):
     assert sum(line.startswith("Alex ") for line in three.stdout.splitlines()) == 3
     assert len(json.loads(run("explain", "team", "Alex Owens", "--limit", "3", "--json",
                               "--dsn", dsn_of(conn)).stdout)["candidates"]) == total
+
+
+# -- db status: the DSN first --------------------------------------------------------------
+
+def test_db_status_prints_the_dsn_on_line_one_ready_to_export(tmp_path):
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="entity_resolver-clitest-", dir="/tmp"))
+    os.chmod(root, 0o755)
+    datadir = str(root / "pgdata")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENTITY_RESOLVER_")}
+    env["PATH"] = f"{BIN.parent}{os.pathsep}{env.get('PATH', '')}"
+    try:
+        started = run("db", "start", "--data-dir", datadir, env={"COLUMNS": "40"})
+        assert started.exit_code == 0, started.output
+        dsn = json.loads(run("db", "status", "--data-dir", datadir, "--json").stdout)["dsn"]
+        assert started.stdout.splitlines()[0] == dsn          # whole, however narrow the terminal
+        status = run("db", "status", "--data-dir", datadir, env={"COLUMNS": "40"})
+        assert status.stdout.splitlines()[0] == dsn and "embedded PostgreSQL: running" in status.stdout
+        # As docs/operations.md shows it: exported, then used by a command and by an application.
+        script = (f'export DSN="$(entity-resolver db status --data-dir {datadir} | head -n 1)"\n'
+                  'entity-resolver resolve team Acme --json --dsn "$DSN"')
+        done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["canonical_name"] == "Acme"
+        with psycopg.connect(dsn) as c:
+            assert c.execute("SELECT count(*) FROM entity_resolver.entities").fetchone()[0] == 1
+        stopped = run("db", "stop", "--data-dir", datadir)
+        assert stopped.exit_code == 0
+        # Stopped, there is no DSN to print: line one says so.
+        assert run("db", "status", "--data-dir", datadir).stdout.startswith("embedded PostgreSQL: stopped")
+    finally:
+        run("db", "destroy", "--data-dir", datadir, "--yes")
+        shutil.rmtree(root, ignore_errors=True)
