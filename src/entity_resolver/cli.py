@@ -69,7 +69,7 @@ EXIT_SYSTEMIC = 3   # the database, the role or the connection
 EXIT_INTERRUPTED = 130
 SYSTEMIC = "a systemic error, not a problem of the input"
 # click's usage error as typer raises it (typer may bundle its own click).
-UsageError = typer.BadParameter.__mro__[1]
+_UsageError = typer.BadParameter.__mro__[1]
 
 
 def _print_json_error(msg: str, sqlstate: Optional[str], kind: str, code: int, **extra: Any) -> None:
@@ -95,7 +95,7 @@ class _Root(TyperGroup):
         wants = _wants_json(list(args))
         try:
             ctx = super().make_context(info_name, args, parent=parent, **extra)
-        except UsageError as exc:
+        except _UsageError as exc:
             if wants:
                 _print_json_error(exc.format_message(), None, "usage", exc.exit_code)
             raise
@@ -105,7 +105,7 @@ class _Root(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except UsageError as exc:
+        except _UsageError as exc:
             if ctx.meta.get("entity_resolver.json_errors"):
                 _print_json_error(exc.format_message(), None, "usage", exc.exit_code)
             raise
@@ -691,7 +691,8 @@ def explain_cmd(
         rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type))
         chosen = next((r for r in rows if r.decision in TAKEN), None)
         # The threshold only to say why a candidate under it won (a lever).
-        why = why_chosen(rows, er.settings(bank)["threshold"]) if chosen is not None and chosen.lever else None
+        why = (why_chosen(rows, er.settings(bank)["threshold"])
+               if chosen is not None and chosen.lever and not db.as_json else None)
     if db.as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
                      "type": mention_type, "resolves_to": to_jsonable(chosen), "candidates": rows})
