@@ -18,9 +18,11 @@ status tells the kinds apart:
 
 * 0: done;
 * 1: a data error: the input (a line of a file, an argument, a bank that does
-  not exist) is wrong; fix it and run again;
-* 2: a usage error: the command line itself (an unknown option, a value not
-  among the choices);
+  not exist, an operation later ones build on) is wrong; fix it and run again;
+  which SQLSTATEs are data errors is importer.is_data_error's rule;
+* 2: a usage error: the command line itself (an unknown option, a missing
+  argument, a value not among the choices, a malformed --dsn); with ``--json``
+  also a JSON object on stdout;
 * 3: a systemic error: the database, the role or the connection (permission
   denied, cannot connect, entity_resolver not installed, read-only, disk
   full, ...); the input may be fine;
@@ -32,7 +34,9 @@ import enum
 import functools
 import inspect
 import json
+import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +46,8 @@ from typing import Annotated, Any, Callable, ContextManager, Dict, Iterator, Lis
 import psycopg
 import typer
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from typer.core import TyperGroup
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -53,7 +59,7 @@ from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedE
 from entity_resolver.exporter import GOLD_FORMS
 from entity_resolver.install import (DEFAULT_SHARD_COUNT, InstallError, code_version, install,
                                      installed_code_version, installed_version, is_current, uninstall)
-from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict
+from entity_resolver.render import TAKEN, entities_table, explain_table, fmt, new_table, verdict, why_chosen
 
 EMBEDDED_DB = "entity_resolver"
 
@@ -62,8 +68,51 @@ EXIT_DATA = 1       # the input is wrong
 EXIT_SYSTEMIC = 3   # the database, the role or the connection
 EXIT_INTERRUPTED = 130
 SYSTEMIC = "a systemic error, not a problem of the input"
+# click's usage error as typer raises it (typer may bundle its own click).
+_UsageError = typer.BadParameter.__mro__[1]
+
+
+def _print_json_error(msg: str, sqlstate: Optional[str], kind: str, code: int, **extra: Any) -> None:
+    """The JSON object of an error on stdout (--json): the same keys for every kind."""
+    print(json.dumps({"error": msg, "sqlstate": sqlstate, "kind": kind, "exit_code": code, **extra},
+                     ensure_ascii=False))
+
+
+def _wants_json(args: List[str]) -> bool:
+    """Whether a command line asks for JSON (--json before any ``--``)."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+class _Root(TyperGroup):
+    """The root command: with --json, a usage error (click's, or a --dsn that is not one) is also JSON on stdout.
+
+    click reports a usage error itself (usage, then the error, exit status 2)
+    after the command line is parsed or while a command runs; the JSON object
+    is printed here, where every one of them passes.
+    """
+
+    def make_context(self, info_name: Optional[str], args: List[str], parent: Any = None, **extra: Any) -> Any:
+        wants = _wants_json(list(args))
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except _UsageError as exc:
+            if wants:
+                _print_json_error(exc.format_message(), None, "usage", exc.exit_code)
+            raise
+        ctx.meta["entity_resolver.json_errors"] = wants
+        return ctx
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _UsageError as exc:
+            if ctx.meta.get("entity_resolver.json_errors"):
+                _print_json_error(exc.format_message(), None, "usage", exc.exit_code)
+            raise
+
 
 app = typer.Typer(
+    cls=_Root,
     name="entity-resolver",
     help="PostgreSQL-native entity resolver: install, demo, import, explain, inspect, correct, export.",
     no_args_is_help=True,
@@ -167,14 +216,28 @@ def _handled(fn: Callable) -> Callable:
         _err().print(Text(line, style="red"), soft_wrap=True)   # one line, however long
         code = EXIT_SYSTEMIC if systemic else EXIT_DATA
         if as_json:
-            print(json.dumps({"error": msg, "sqlstate": sqlstate, "kind": "systemic" if systemic else "data",
-                              "exit_code": code, **extra}, ensure_ascii=False))
+            _print_json_error(msg, sqlstate, "systemic" if systemic else "data", code, **extra)
         raise typer.Exit(code)
 
     return wrapper
 
 
 # -- connecting ------------------------------------------------------------------
+
+def _check_dsn(dsn: str) -> None:
+    """Refuse a --dsn libpq cannot parse: a usage error (exit status 2), not a failure to connect."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise typer.BadParameter(f"not a PostgreSQL connection string: {_first_line(exc)}",
+                                 param_hint="'--dsn'") from None
+
+
+def _open(dsn: str) -> psycopg.Connection:
+    """An autocommit connection to ``dsn`` (checked first: _check_dsn)."""
+    _check_dsn(dsn)
+    return psycopg.connect(dsn, autocommit=True)
+
 
 def _embedded(data_dir: Optional[Path], quiet: bool = False) -> EmbeddedCluster:
     cluster = EmbeddedCluster(datadir=data_dir) if data_dir else EmbeddedCluster()
@@ -203,7 +266,7 @@ def _connect(dsn: Optional[str], schema: str, data_dir: Optional[Path] = None, *
     deadlocked with it.
     """
     if dsn:
-        conn = psycopg.connect(dsn, autocommit=True)
+        conn = _open(dsn)
         if need_install:
             try:
                 _check_installed(conn, schema, quiet)
@@ -358,7 +421,7 @@ def install_cmd(db: DbOptions,
     if distributed and not db.dsn:
         raise CliError("--distributed: needs --dsn (the Citus coordinator); the embedded cluster is single-node")
     if db.dsn:
-        conn = psycopg.connect(db.dsn, autocommit=True)
+        conn = _open(db.dsn)
     else:
         conn = _connect(None, db.schema, db.data_dir, need_install=False, quiet=db.as_json)
     with conn:
@@ -400,7 +463,7 @@ def uninstall_cmd(db: DbOptions,
     """Remove entity_resolver from a database (its schemas, or DROP EXTENSION); refused while banks hold data."""
     if not db.dsn:
         raise CliError("uninstall: needs --dsn (for the embedded cluster: entity-resolver db destroy)")
-    with psycopg.connect(db.dsn, autocommit=True) as conn:
+    with _open(db.dsn) as conn:
         report = uninstall(conn, db.schema, drop_data=drop_data)
     if db.as_json:
         _print_json({"schema": report.schema, "method": report.method, "facts": report.facts,
@@ -451,7 +514,7 @@ def demo_cmd(dsn: DsnOpt = None, schema: SchemaOpt = DEFAULT_SCHEMA, data_dir: D
     from entity_resolver import demo
 
     if dsn:
-        conn = psycopg.connect(dsn, autocommit=True)
+        conn = _open(dsn)
         if not is_current(conn, schema):
             _err().print(f"installing entity_resolver in schema {schema}", style="dim")
             install(conn, schema)
@@ -514,12 +577,67 @@ def _print_lines(err: Console, items: List[Dict[str, Any]], what: str, text: Cal
         err.print(f"... and {len(items) - importer_mod.MAX_SHOWN_ERRORS} more {what} (--json lists them all)")
 
 
+# Seconds between two progress lines of an import whose standard error is not a
+# terminal (a log, a pipe); the environment variable sets another interval.
+PROGRESS_SECONDS = 10.0
+PROGRESS_ENV = "ENTITY_RESOLVER_PROGRESS_SECONDS"
+
+
+class _ProgressLines:
+    """An import's progress for a log: every ``every`` seconds one line on stderr (facts done, facts/s).
+
+    A thread of its own prints them, so a batch that takes longer than the
+    interval does not leave the log silent. ``advance`` is the progress bar's.
+    """
+
+    def __init__(self, console: Console, total: int, every: float):
+        self.console, self.total, self.every = console, total, every
+        self.done = 0
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="import-progress", daemon=True)
+
+    def advance(self, n: int) -> None:
+        self.done += n
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return f"importing: {self.done} of {self.total} facts done, {self.done / elapsed:.1f} facts/s"
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.console.print(self.line(), soft_wrap=True)
+
+    def __enter__(self) -> "_ProgressLines":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _progress_seconds() -> float:
+    """PROGRESS_SECONDS, or the environment's PROGRESS_ENV (a positive number of seconds)."""
+    text = os.environ.get(PROGRESS_ENV)
+    if not text:
+        return PROGRESS_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise typer.BadParameter(f"{PROGRESS_ENV}: must be a positive number of seconds, got {text!r}")
+    return value
+
+
 def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bool, db: DbOptions) -> None:
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
     err = _err()
     started = time.monotonic()
+    every = _progress_seconds()
     conn = db.connect()
     with conn:
         if not db.as_json:
@@ -532,17 +650,23 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
                              lambda b: f"line {b['line']}: {b['error']}", "red")
             # Printed above, one per line; with --json the object lists them all.
             raise importer_mod.bad_lines_failure(scanned.bad, scanned.good, name, show=1 if db.as_json else 0)
-        progress = Progress(
-            SpinnerColumn(), TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("facts"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=err, disable=db.as_json, transient=False,
-        )
-        with progress:
+        # A bar on a terminal; in a log, a line every few seconds (a bar is drawn only at the end there).
+        if err.is_terminal or db.as_json:
+            progress: Any = Progress(
+                SpinnerColumn(), TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("facts"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                console=err, disable=db.as_json, transient=False,
+            )
             task = progress.add_task("import", total=scanned.good)
+            advance = functools.partial(progress.advance, task)
+        else:
+            progress = _ProgressLines(err, scanned.good, every)
+            advance = progress.advance
+        with progress:
             try:
                 summary = importer_mod.import_file(
                     conn, path, bank=bank, batch_size=batch, skip_bad=skip_bad, schema=db.schema,
-                    scanned=scanned, on_batch=lambda done, skipped: progress.advance(task, done + skipped),
+                    scanned=scanned, on_batch=lambda done, skipped: advance(done + skipped),
                 )
             except KeyboardInterrupt:
                 err.print("interrupted: the batches committed so far are kept; "
@@ -603,20 +727,40 @@ def explain_cmd(
     mention_type: Annotated[Optional[str], typer.Option(
         "--type", help="The mention's type (person, organization, place, ...), as a mention element's \"type\".")
     ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many candidates (--json lists "
+                                                               "them all).")] = 10,
     *, db: DbOptions,
 ) -> None:
-    """Show a mention's candidates, signals and decision."""
+    """Show a mention's candidates, signals and decision.
+
+    The table fits the terminal: signal columns are left out (least needed
+    first) before the candidates' names are ever wrapped; --json has them all.
+    """
     with db.client() as er:
         rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type))
-    chosen = next((r for r in rows if r.decision in TAKEN), None)
+        chosen = next((r for r in rows if r.decision in TAKEN), None)
+        # The threshold only to say why a candidate under it won (a lever).
+        why = (why_chosen(rows, er.settings(bank)["threshold"])
+               if chosen is not None and chosen.lever and not db.as_json else None)
     if db.as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
                      "type": mention_type, "resolves_to": to_jsonable(chosen), "candidates": rows})
         return
+    # The first rows in the server's order, the chosen one always among them.
+    shown = rows[:limit]
+    if chosen is not None and chosen not in shown:
+        shown = rows[:limit - 1] + [chosen]
     context = f" near {', '.join(near)}" if near else ""
     out = _out()
-    out.print(explain_table(rows, title=f"{mention!r}{context} in bank {bank}"))
+    hidden: List[str] = []
+    out.print(explain_table(shown, title=f"{mention!r}{context} in bank {bank}", width=out.width, hidden=hidden))
+    if len(rows) > len(shown):
+        out.print(f"{len(rows) - len(shown)} more (--limit {len(rows)} shows them)", style="dim")
+    if hidden:
+        out.print(f"not shown at {out.width} columns: {', '.join(hidden)} (--json has every signal)", style="dim")
     out.print(verdict(mention, rows))
+    if why:
+        out.print(why)
 
 
 # -- inspection ------------------------------------------------------------------
@@ -1220,7 +1364,9 @@ def bench_cmd(
         parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]
     except ValueError:
         raise CliError(f"--sizes: expected comma-separated integers, got {sizes!r}") from None
-    if not dsn:
+    if dsn:
+        _check_dsn(dsn)
+    else:
         dsn = _embedded(data_dir, quiet=as_json).dsn("postgres")
     err = _err()
     extra = {"evaluation_out": None} if no_out else {}
@@ -1303,6 +1449,9 @@ def _print_status(cluster: EmbeddedCluster, as_json: bool) -> None:
         _print_json(s)
         return
     out = _out()
+    if s["running"] and s["dsn"]:
+        # Line one is the DSN alone, for: export DSN="$(entity-resolver db status | head -n 1)"
+        out.print(s["dsn"], soft_wrap=True, markup=False)
     out.print(f"embedded PostgreSQL: {'running' if s['running'] else 'stopped'}")
     out.print(f"  data directory  {s['datadir']}{'' if s['initialized'] else ' (not created yet)'}")
     out.print(f"  server log      {s['log']}")

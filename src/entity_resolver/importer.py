@@ -25,10 +25,10 @@ links them together) and the bank's statistics are flushed, so the next batch
 is resolved against a graph that includes this one. A batch is all or nothing.
 
 Errors are of two kinds (:func:`is_data_error`): a *data* error is about one
-line (SQLSTATE classes 22, 23 and 54: a value, a constraint, a limit); any
-other error is *systemic* (permission, connection, not installed, read-only,
-disk full, ...). ``skip_bad`` skips data errors only; a systemic error stops
-the import whatever the flag.
+line (SQLSTATE classes 22, 23, 2B and 54: a value, a constraint, a dependent
+operation, a limit); any other error is *systemic* (permission, connection,
+not installed, read-only, disk full, ...). ``skip_bad`` skips data errors
+only; a systemic error stops the import whatever the flag.
 
 Dates without a UTC offset are read as UTC: validation and writing run with
 the transaction's TimeZone set to UTC, so a date means the same on every server.
@@ -74,10 +74,12 @@ MAX_FACT_ID = 500        # characters; facts.fact_id's check constraint
 # Keys of a mention object the importer takes off before the server sees it.
 IMPORT_ONLY_MENTION_KEYS = ("gold",)
 
-# SQLSTATE classes that are about the data of one line: 22 data exception
-# (a value), 23 integrity constraint violation, 54 program limit exceeded
-# (a limit such as mentions per fact). Anything else is systemic.
-DATA_CLASSES = ("22", "23", "54")
+# SQLSTATE classes that are about the data (of one line, or an argument): 22
+# data exception (a value), 23 integrity constraint violation, 2B dependent
+# objects still exist (an operation later ones build on, which undo refuses),
+# 54 program limit exceeded (a limit such as mentions per fact). Anything else
+# is systemic. The command line's exit statuses follow the same rule.
+DATA_CLASSES = ("22", "23", "2B", "54")
 
 NO_MENTIONS = "mentions: none; the fact is stored linked to no entity"
 
@@ -572,7 +574,7 @@ class ImportSummary:
     skipped_existing: int = 0      # facts already present (an earlier, interrupted run)
     skipped_bad: int = 0           # bad lines skipped with skip_bad
     mentions: int = 0              # mentions of the inserted facts
-    entities_created: int = 0
+    entities_created: int = 0      # entities the facts this run inserted created (_created_entities)
     batches: int = 0
     seconds: float = 0.0
     banks: List[str] = field(default_factory=list)
@@ -608,10 +610,32 @@ def batches(records: Iterable[FactRecord], size: int) -> Iterator[List[FactRecor
         yield batch
 
 
-def _count_entities(conn: psycopg.Connection, schema: sql.Identifier, banks: List[str]) -> int:
-    return conn.execute(
-        sql.SQL("SELECT count(*) FROM {}.entities WHERE bank_id = ANY(%s)").format(schema), (banks,)
-    ).fetchone()[0]
+# The entities a batch's own facts created: a mention of one of them was
+# decided as a creation (a literal or a label mention is created under its own
+# decision, and also when it reuses a name) and no other unit has a mention of
+# it. A count of the bank's entities before and after would also claim those
+# another import created meanwhile; an entity this transaction created is
+# visible to nobody else until it commits, so only our units can mention it.
+CREATED_DECISIONS = ("created", "literal", "label")
+
+
+def _created_entities(conn: psycopg.Connection, schema: sql.Identifier, inserted: List[Tuple[str, uuid.UUID]]) -> int:
+    """How many entities the facts ``inserted`` (bank id, unit id), just written by this transaction, created."""
+    created = 0
+    for bank in sorted({b for b, _ in inserted}):
+        units = [u for b, u in inserted if b == bank]
+        created += conn.execute(
+            sql.SQL(
+                "SELECT count(DISTINCT m.entity_id) FROM {s}.mentions m"
+                " WHERE m.bank_id = %(bank)s AND m.unit_id = ANY(%(units)s::uuid[])"
+                " AND m.decision = ANY(%(decisions)s::text[])"
+                " AND NOT EXISTS (SELECT 1 FROM {s}.mentions o"
+                " WHERE o.bank_id = m.bank_id AND o.entity_id = m.entity_id"
+                " AND o.unit_id <> ALL(%(units)s::uuid[]))"
+            ).format(s=schema),
+            {"bank": bank, "units": units, "decisions": list(CREATED_DECISIONS)},
+        ).fetchone()[0]
+    return created
 
 
 def _existing(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRecord]) -> Set[Tuple[str, uuid.UUID]]:
@@ -626,19 +650,21 @@ def _existing(conn: psycopg.Connection, schema: sql.Identifier, batch: List[Fact
     return {(b, i) for b, i in rows}
 
 
-def _insert(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRecord]) -> None:
+def _insert(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRecord]) -> List[Tuple[str, uuid.UUID]]:
     # One statement for the whole batch: the statement trigger resolves its
     # facts together (in-batch clustering, one round of probes). Dates go as
     # text and are read by PostgreSQL, in UTC (see _utc).
     # facts.fact_id keeps the line's own id beside the UUID it maps to (export
-    # writes it back).
-    conn.execute(
+    # writes it back). RETURNING names the facts this statement inserted: a
+    # fact another session inserted first (ON CONFLICT) is not this run's.
+    return [(b, i) for b, i in conn.execute(
         sql.SQL(
             "INSERT INTO {}.facts (bank_id, id, fact_id, content, mentions, event_date)"
             " SELECT b, i, f, c, m, coalesce(e::timestamptz, now())"
             " FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::text[], %s::jsonb[], %s::text[])"
             " AS t(b, i, f, c, m, e)"
             " ON CONFLICT (bank_id, id) DO NOTHING"
+            " RETURNING bank_id, id"
         ).format(schema),
         (
             [r.bank_id for r in batch],
@@ -648,23 +674,23 @@ def _insert(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRe
             [json.dumps(r.mentions, ensure_ascii=False) for r in batch],
             [r.event_date for r in batch],
         ),
-    )
+    ).fetchall()]
 
 
-def _insert_within_limits(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRecord]) -> None:
-    """Insert a batch; when the statement exceeds a server limit (54xxx), insert it in halves."""
+def _insert_within_limits(conn: psycopg.Connection, schema: sql.Identifier,
+                          batch: List[FactRecord]) -> List[Tuple[str, uuid.UUID]]:
+    """Insert a batch (return what _insert does); over a server limit (54xxx), insert it in halves."""
     # A limit on mentions per call can be exceeded by a batch whose every
     # fact is within it: the halves keep the batch's transaction (all or
     # nothing), they only resolve in two statements instead of one.
     try:
         with conn.transaction():
-            _insert(conn, schema, batch)
+            return _insert(conn, schema, batch)
     except psycopg.Error as exc:
         if len(batch) == 1 or not (exc.sqlstate or "").startswith("54") or conn.closed:
             raise
         mid = len(batch) // 2
-        _insert_within_limits(conn, schema, batch[:mid])
-        _insert_within_limits(conn, schema, batch[mid:])
+        return _insert_within_limits(conn, schema, batch[:mid]) + _insert_within_limits(conn, schema, batch[mid:])
 
 
 def _flush(conn: psycopg.Connection, schema: sql.Identifier, banks: List[str]) -> None:
@@ -692,8 +718,13 @@ def _culprit(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactR
 
 
 def _write_batch(conn: psycopg.Connection, ident: sql.Identifier, batch: List[FactRecord],
-                 skip_bad: bool, summary: "ImportSummary") -> Tuple[List[FactRecord], int, int]:
-    """Insert one batch in one transaction; return (inserted facts, already present, rejected)."""
+                 skip_bad: bool, summary: "ImportSummary") -> Tuple[List[FactRecord], int, int, int]:
+    """Insert one batch in one transaction; return (inserted facts, already present, rejected, entities created).
+
+    What this run inserted is what its INSERT returned: a fact another import
+    of the same file inserted between the look-up of present ones and the
+    INSERT is skipped by ON CONFLICT and counted as present, not as ours.
+    """
     rejected = 0
     while batch:
         lines = f"at lines {batch[0].line}-{batch[-1].line}"
@@ -702,10 +733,14 @@ def _write_batch(conn: psycopg.Connection, ident: sql.Identifier, batch: List[Fa
                 _utc(conn)
                 present = _existing(conn, ident, batch)
                 fresh = [r for r in batch if (r.bank_id, r.unit_id) not in present]
+                inserted: List[FactRecord] = []
+                created = 0
                 if fresh:
-                    _insert_within_limits(conn, ident, fresh)
+                    ours = set(_insert_within_limits(conn, ident, fresh))
+                    inserted = [r for r in fresh if (r.bank_id, r.unit_id) in ours]
+                    created = _created_entities(conn, ident, sorted(ours)) if ours else 0
                     _flush(conn, ident, [r.bank_id for r in fresh])
-            return fresh, len(batch) - len(fresh), rejected
+            return inserted, len(batch) - len(inserted), rejected, created
         except psycopg.Error as exc:
             if conn.closed or not is_data_error(exc):
                 raise _systemic(exc, conn, lines, summary.facts) from None
@@ -729,7 +764,7 @@ def _write_batch(conn: psycopg.Connection, ident: sql.Identifier, batch: List[Fa
             rejected += 1
             summary.bad.append(bad.as_dict())
             batch = [r for r in batch if r is not rec]
-    return [], 0, rejected
+    return [], 0, rejected, 0
 
 
 def bad_lines_failure(bad: List[BadLine], good: int, name: str = "the file", show: int = 3) -> ImportFailed:
@@ -776,14 +811,10 @@ def import_file(
         raise bad_lines_failure(result.bad, result.good)
     summary.skipped_bad = len(result.bad)
     ident = sql.Identifier(schema)
-    banks = summary.banks
-    try:
-        before = _count_entities(conn, ident, banks) if banks else 0
-    except psycopg.Error as exc:
-        raise _systemic(exc, conn, "before the first batch", 0) from None
 
     for batch in batches(iter_facts(path, bank, result.bad_lines), batch_size):
-        inserted, existing, rejected = _write_batch(conn, ident, batch, skip_bad, summary)
+        inserted, existing, rejected, created = _write_batch(conn, ident, batch, skip_bad, summary)
+        summary.entities_created += created
         summary.batches += 1
         summary.facts += len(inserted)
         summary.mentions += sum(len(r.mentions) for r in inserted)
@@ -792,7 +823,5 @@ def import_file(
         if on_batch:
             on_batch(len(inserted), existing + rejected)
 
-    if banks:
-        summary.entities_created = _count_entities(conn, ident, banks) - before
     summary.seconds = time.monotonic() - started
     return summary

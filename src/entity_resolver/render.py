@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from rich import box
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -54,25 +55,77 @@ _DECISION_TEXT = {
 TAKEN = ("chosen", "alias", "memory")
 
 
-def explain_table(rows: List[Explanation], title: Optional[str] = None) -> Table:
-    """The candidates of a mention as a rich table."""
+# The signal columns of an explanation (column, Explanation field), in their order.
+_SIGNALS = (("trigram", "trigram_similarity"), ("words", "tokens_compatible"), ("name", "name_similarity"),
+            ("cooc", "cooccurrence"), ("recency", "recency"))
+# At a width where they do not all fit, explain_table leaves columns out in
+# this order, least needed first; the candidate's name, its score and the
+# decision always stay (the lever of the chosen one is in explain's last line).
+_DROPPED_FIRST = ("words", "trigram", "recency", "name", "cooc", "lever")
+_GAP = 2          # between two columns of new_table
+# Measures a table's natural width (a console of the terminal's width would clamp it).
+_MEASURE = Console(width=10_000)
+
+
+def _lever_cell(r: Explanation) -> str:
+    return " ".join(x for x in (r.lever, f"as {r.matched_form!r}" if r.matched_form else None) if x) or "–"
+
+
+def _explain_table(rows: List[Explanation], title: Optional[str], columns: List[str],
+                   name_width: Optional[int]) -> Table:
     table = new_table(title)
-    table.add_column("candidate", overflow="fold")
-    for col in ("trigram", "words", "name", "cooc", "recency", "score"):
-        table.add_column(col, justify="right", no_wrap=True)
+    # The name is what a reader looks for: with name_width, a column of that
+    # width, the last one rich narrows (a longer name folds).
+    table.add_column("candidate", width=name_width, overflow="fold")
+    for column, _ in _SIGNALS:
+        if column in columns:
+            table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
     table.add_column("decision", no_wrap=True)
-    levers = any(r.lever or r.matched_form for r in rows)
-    if levers:
-        table.add_column("lever", no_wrap=True)
+    if "lever" in columns:
+        table.add_column("lever", overflow="fold")
     for r in rows:
         style = _DECISION_STYLE.get(r.decision, "")
-        cells = [r.canonical_name, fmt(r.trigram_similarity), fmt(r.tokens_compatible),
-                 fmt(r.name_similarity), fmt(r.cooccurrence), fmt(r.recency), fmt(r.score),
-                 Text(_DECISION_TEXT.get(r.decision, r.decision), style=style)]
-        if levers:
-            cells.append(" ".join(x for x in (r.lever, f"as {r.matched_form!r}" if r.matched_form else None) if x)
-                         or "–")
+        cells = [r.canonical_name]
+        cells += [fmt(getattr(r, field)) for column, field in _SIGNALS if column in columns]
+        cells += [fmt(r.score), Text(_decision_text(r), style=style)]
+        if "lever" in columns:
+            cells.append(_lever_cell(r))
         table.add_row(*cells)
+    return table
+
+
+def _decision_text(r: Explanation) -> str:
+    return _DECISION_TEXT.get(r.decision, r.decision)
+
+
+def explain_table(rows: List[Explanation], title: Optional[str] = None, width: Optional[int] = None,
+                  hidden: Optional[List[str]] = None) -> Table:
+    """The candidates of a mention as a rich table.
+
+    With ``width`` (the terminal's), the table fits it: columns are left out,
+    least needed first (_DROPPED_FIRST), before the candidate's name is ever
+    folded; the columns left out are appended to ``hidden``.
+    """
+    columns = [column for column, _ in _SIGNALS]
+    if any(r.lever or r.matched_form for r in rows):
+        columns.append("lever")
+    if width is None:
+        return _explain_table(rows, title, columns, None)
+    for column in (None,) + _DROPPED_FIRST:
+        if column in columns:
+            columns.remove(column)
+        table = _explain_table(rows, title, columns, None)
+        if _MEASURE.measure(table).maximum <= width:
+            break
+    else:
+        # Narrower than a name, its score and its decision: the name folds in what is left.
+        others = _GAP + len("score") + _GAP + max([len("decision")] + [len(_decision_text(r)) for r in rows])
+        longest = max([len("candidate")] + [len(r.canonical_name) for r in rows])
+        table = _explain_table(rows, title, columns, max(min(longest, width - others), 1))
+    if hidden is not None:
+        hidden.extend(c for c in _DROPPED_FIRST if c not in columns and (c != "lever" or any(
+            r.lever or r.matched_form for r in rows)))
     return table
 
 
@@ -90,6 +143,33 @@ def verdict(mention: str, rows: List[Explanation]) -> str:
     if rows:
         return f"-> every candidate was ruled out before scoring: {mention!r} would become a new entity"
     return f"-> no candidate: {mention!r} would become a new entity"
+
+
+# Why a lever chose a candidate whose score is below the threshold
+# (plpython/decide.py: choose, _by_context, _misspelt).
+_CHOSEN_BY = {
+    # a one-word name several entities fit; the nearby names only this one was seen with chose it
+    "bare_names": "chosen by context: bare-name lever",
+    # entities of this name and of other types; the nearby names chose this one
+    "typed_mentions": "chosen by context: typed-mention lever",
+    # the mention nearly spells this name, and the nearby names are its partners
+    "misspellings": "chosen by spelling and context: misspellings lever",
+}
+# Scores are compared with the threshold at this many decimals (plpython/scoring.py, passes_threshold).
+_PRECISION = 6
+
+
+def why_chosen(rows: List[Explanation], threshold: float) -> Optional[str]:
+    """One line: why the chosen candidate won though its score is below the threshold; None when it is not."""
+    chosen = next((r for r in rows if r.decision in TAKEN), None)
+    if chosen is None or chosen.score is None or round(chosen.score, _PRECISION) >= threshold:
+        return None
+    how = _CHOSEN_BY.get(chosen.lever or "", f"chosen by the {chosen.lever or 'enhanced profile'} lever")
+    # The bare name itself (identical trigrams: scoring.is_identical) when no full name had the context.
+    if chosen.lever == "bare_names" and chosen.matched_form is None and \
+            round(chosen.trigram_similarity or 0, _PRECISION) >= 1.0:
+        how = "chosen as the bare name: bare-name lever (no full name had the context)"
+    return f"-> {how}; score {fmt(chosen.score)}, under the threshold {fmt(threshold)}"
 
 
 def entities_table(rows: List[Any], title: Optional[str] = None) -> Table:

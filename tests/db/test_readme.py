@@ -41,3 +41,36 @@ def test_readme_python_example_runs(conn):
         assert resolution.canonical_name == "Alex Morgan"
         decisions = {c.canonical_name: c.decision for c in er.explain("team", "Alex", nearby=["Acme"])}
         assert decisions["Alex Morgan"] in ("chosen", "below_threshold", "outscored")
+
+
+def quick_start_commands() -> list[str]:
+    """The entity-resolver lines of the README's Quick start, as written (comments included)."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Quick start"):]
+    section = section[: section.index("\n## ", 1)]
+    return [line.strip() for line in section.splitlines() if line.startswith("    entity-resolver ")]
+
+
+def test_readme_quick_start_runs_as_written_on_the_sample_facts(conn):
+    import os
+    import subprocess
+    import sys
+
+    commands = quick_start_commands()
+    assert 'entity-resolver import examples/facts.jsonl --dsn "$DSN"' in [c.split("  #")[0].strip() for c in commands]
+    i = conn.info
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENTITY_RESOLVER_")}
+    env.update(DSN=f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}", COLUMNS="100",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    outputs = {}
+    for command in commands:
+        # From the checkout, as a reader of the README runs them.
+        done = subprocess.run(["bash", "-c", command], cwd=README.parent, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+        outputs[command.split()[1]] = done.stdout
+    facts = (README.parent / "examples" / "facts.jsonl").read_text(encoding="utf-8").splitlines()
+    assert re.search(rf"facts imported\s+{len(facts)}\b", outputs["import"])
+    assert "Alex Morgan" in outputs["entities"] and "Alex Kim" in outputs["entities"]
+    assert "resolves to 'Alex Morgan'" in outputs["explain"]
+    assert "dry run" in outputs["merge"]
