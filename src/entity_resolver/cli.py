@@ -753,9 +753,29 @@ def _print_plan(bank: str, plan: Dict[str, Any], as_json: bool) -> None:
     new = (plan.get("new_entity") or {}).get("entity_id")
     if new:
         out.print(f"  new entity: {new}")
+    _print_erase(plan)
     if not dry and plan.get("operation_id") is not None:
         out.print(f"operation {plan['operation_id']}; undo with: entity-resolver undo {bank} {plan['operation_id']}",
                   style="dim")
+
+
+def _print_erase(plan: Dict[str, Any]) -> None:
+    """What forget --erase did (or would do) beyond forgetting: the ledger rewritten, the facts left to the caller."""
+    if not plan.get("erase"):
+        return
+    out = _out()
+    dry = plan.get("dry_run")
+    ops = plan.get("operations_erased") or []
+    out.print(f"  names erased: {', '.join(plan.get('names_erased') or [])}")
+    listed = ", ".join(f"{o['operation_id']} ({o['kind']})" for o in ops) or "none"
+    out.print(f"  ledger operations {'to rewrite' if dry else 'rewritten'} without the names, no longer undoable: "
+              f"{listed}" + ("" if dry else "; this one cannot be undone either"))
+    facts = plan.get("facts_naming") or []
+    out.print(f"  facts that still name it or mentioned it (the application's to change or delete): {len(facts)}")
+    for f in facts:
+        where = [w for w, key in (("content", "in_content"), ("mentions", "in_mentions"),
+                                  ("mentioned it", "mentioned")) if f.get(key)]
+        out.print(f"    {f.get('fact_id') or f['id']}: {', '.join(where)}")
 
 
 def _correct(bank: str, correction: Callable[[Client], Dict[str, Any]], db: DbOptions) -> None:
@@ -830,10 +850,13 @@ def forget_cmd(
     bank: BankArg,
     entity: EntityArg,
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
+    erase: Annotated[bool, typer.Option(
+        "--erase", help="A data-protection request: also erase its names from the ledger (no undo) and list the "
+                        "facts that still name it.")] = False,
     *, db: DbOptions,
 ) -> None:
     """Remove an entity with its provenance, links, pairs and aliases (the facts stay)."""
-    _correct(bank, lambda er: er.forget_entity(bank, entity, dry_run=dry_run, reason=reason),
+    _correct(bank, lambda er: er.forget_entity(bank, entity, dry_run=dry_run, reason=reason, erase=erase),
              db)
 
 

@@ -468,11 +468,17 @@ class Client:
         return self._correct("SELECT {s}.remove_alias(%s, %s)", lambda c: (bank_id, alias))
 
     def forget_entity(self, bank_id: str, entity: EntityRef, *, dry_run: bool = False,
-                      reason: Optional[str] = None) -> Dict[str, Any]:
-        """Remove an entity with its provenance, links, pairs and aliases (forget_entity)."""
+                      reason: Optional[str] = None, erase: bool = False) -> Dict[str, Any]:
+        """Remove an entity with its provenance, links, pairs and aliases (forget_entity).
+
+        ``erase=True`` (a data-protection request) also rewrites the bank's
+        ledger without its names: those operations cannot be undone
+        (``operations_erased``), and ``facts_naming`` lists the facts that
+        still name it.
+        """
         return self._correct(
-            "SELECT {s}.forget_entity(%s, %s, %s, %s)",
-            lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], dry_run, reason))
+            "SELECT {s}.forget_entity(%s, %s, %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], dry_run, reason, erase))
 
     def undo(self, bank_id: str, operation_id: int) -> Dict[str, Any]:
         """Undo an operation (undo_operation)."""
