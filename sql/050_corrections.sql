@@ -970,7 +970,8 @@ CREATE OR REPLACE FUNCTION {{ schema }}.split_entity(
     unit_ids uuid[],
     new_name text,
     dry_run boolean DEFAULT FALSE,
-    reason text DEFAULT NULL
+    reason text DEFAULT NULL,
+    keep_aliases boolean DEFAULT TRUE
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -987,10 +988,13 @@ DECLARE
     plan jsonb;
     image jsonb;
     op_id bigint;
+    moved_keys text[];
+    shared jsonb;
 BEGIN
     PERFORM _check_not_null(split_entity.entity_id, 'entity_id');
     PERFORM _check_id_array(split_entity.unit_ids, 'unit_ids', 'unit (fact)');
     PERFORM _check_not_null(split_entity.new_name, 'new_name');
+    PERFORM _check_not_null(split_entity.keep_aliases, 'keep_aliases');
     PERFORM _correction_begin(b, split_entity.dry_run);
 
     one := jsonb_populate_record(NULL::entities, _find_entity(b, split_entity.entity_id, 'entity_id'));
@@ -1020,6 +1024,17 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'To give the entity another name, use rename_entity.';
     END IF;
     PERFORM _check_name(b, split_entity.new_name, 'new_name');
+    -- The source's aliases that moved mentions are written as: kept, every
+    -- later mention equal to one still goes to the source, whatever its
+    -- context (keep_aliases => false removes them). Folded first (see
+    -- _undo_merge: fold_name() of a row is not LEAKPROOF).
+    moved_keys := ARRAY(
+        SELECT DISTINCT fold_name(m.mention) FROM mentions AS m
+        WHERE m.bank_id = b AND m.entity_id = one.id AND m.unit_id = ANY(units)
+    );
+    SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY a.alias), '[]') INTO shared
+    FROM entity_aliases AS a
+    WHERE a.bank_id = b AND a.entity_id = one.id AND folded(a.alias) = ANY(moved_keys);
 
     plan := jsonb_build_object(
         'kind', 'split',
@@ -1038,7 +1053,14 @@ BEGIN
         'links_moved', (
             SELECT count(*) FROM unit_entities AS ue
             WHERE ue.bank_id = b AND ue.entity_id = one.id AND ue.unit_id = ANY(units)
-        )
+        ),
+        'aliases_shared', (SELECT coalesce(jsonb_agg(x ->> 'alias'), '[]') FROM jsonb_array_elements(shared) AS x),
+        'aliases_removed', CASE WHEN split_entity.keep_aliases THEN '[]'::jsonb ELSE (
+            SELECT coalesce(jsonb_agg(x ->> 'alias'), '[]') FROM jsonb_array_elements(shared) AS x
+        ) END,
+        -- Moved mentions written as the source's name itself: it stays its
+        -- name (a rename keeps it as an alias; remove_alias frees it then).
+        'name_shared', fold_name(one.canonical_name) = ANY(moved_keys)
     );
     IF split_entity.dry_run THEN
         RETURN plan || jsonb_build_object('dry_run', TRUE, 'operation_id', NULL);
@@ -1053,9 +1075,16 @@ BEGIN
         'links', (SELECT coalesce(jsonb_agg(to_jsonb(ue) ORDER BY ue.unit_id), '[]')
             FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = one.id AND ue.unit_id = ANY(units)),
         'pairs', _pairs_image(b, ARRAY[one.id]),
-        'orphans', _orphans(b, ARRAY[one.id])
+        'orphans', _orphans(b, ARRAY[one.id]),
+        'aliases', CASE WHEN split_entity.keep_aliases THEN '[]'::jsonb ELSE shared END
     );
     op_id := _record_operation(b, 'split', split_entity.reason, ARRAY[one.id, new_id], plan, image);
+    IF NOT split_entity.keep_aliases THEN
+        DELETE FROM entity_aliases AS a
+        WHERE
+            a.bank_id = b AND a.entity_id = one.id
+            AND a.alias IN (SELECT x ->> 'alias' FROM jsonb_array_elements(shared) AS x);
+    END IF;
 
     -- Created by an operator: kept when its last mention is forgotten.
     INSERT INTO entities (bank_id, id, canonical_name, entity_kind, entity_type, curated)
@@ -1079,9 +1108,10 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ schema }}.split_entity(text, uuid, uuid[], text, boolean, text) IS
+COMMENT ON FUNCTION {{ schema }}.split_entity(text, uuid, uuid[], text, boolean, text, boolean) IS
 'Operator correction: the mentions and links of an entity in the given units (facts) move to a new entity named '
-'new_name (curated). One transaction, ledgered (undo_operation); dry_run returns the plan without writing.';
+'new_name (curated). One transaction, ledgered (undo_operation); dry_run returns the plan without writing. '
+'aliases_shared: the entity''s aliases that moved mentions are written as; keep_aliases => false removes them.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.rename_entity(
     bank_id text,
@@ -1894,6 +1924,13 @@ BEGIN
     n_mentions := _restore_mentions(b, image, split_off);
     units := _restore_links(b, image, split_off, ARRAY[split_off]);
     PERFORM _relink_mentions(b, units, ARRAY[original, split_off]);
+    -- Aliases the split removed (keep_aliases => false) go back.
+    PERFORM _check_free_names(b, _image_names(image, '{}'), original, _undo_split.operation_id);
+    INSERT INTO entity_aliases
+    SELECT r.*
+    FROM jsonb_populate_recordset(NULL::entity_aliases, image -> 'aliases') AS r
+    ORDER BY r.alias
+    ON CONFLICT DO NOTHING;
 
     -- The split-off entity goes, unless facts resolved to it since: those
     -- stay where they were resolved.

@@ -732,6 +732,7 @@ _PLAN_FIELDS = (
     ("pairs_removed", "pairs removed"), ("pairs", "pairs"), ("mention_count", "mentions after"),
     ("aliases_added", "aliases added"), ("aliases", "aliases"), ("alias_added", "alias added"),
     ("alias_removed", "alias removed"), ("forwards", "ids forwarded"),
+    ("aliases_shared", "aliases the moved mentions are written as"), ("aliases_removed", "aliases removed"),
 )
 
 
@@ -805,10 +806,14 @@ def split_cmd(
     facts: Annotated[List[str], typer.Option("--fact", help="A fact whose mentions move (fact_id or id; repeatable).")],
     name: Annotated[str, typer.Option("--name", help="Name of the new entity.")],
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
+    keep_aliases: Annotated[bool, typer.Option(
+        "--keep-aliases/--drop-aliases",
+        help="Keep (default) or remove the entity's aliases that the moved mentions are written as.")] = True,
     *, db: DbOptions,
 ) -> None:
     """Move an entity's mentions in the given facts to a new entity."""
-    _correct(bank, lambda er: er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason),
+    _correct(bank, lambda er: er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason,
+                                       keep_aliases=keep_aliases),
              db)
 
 

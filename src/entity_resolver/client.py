@@ -444,12 +444,16 @@ class Client:
                        self._entity_ids(bank_id, [target], "target", c)[0], dry_run, reason))
 
     def split(self, bank_id: str, entity: EntityRef, facts: Sequence[FactRef], new_name: str, *,
-              dry_run: bool = False, reason: Optional[str] = None) -> Dict[str, Any]:
-        """Move the entity's mentions in ``facts`` to a new entity named ``new_name`` (split_entity)."""
+              dry_run: bool = False, reason: Optional[str] = None, keep_aliases: bool = True) -> Dict[str, Any]:
+        """Move the entity's mentions in ``facts`` to a new entity named ``new_name`` (split_entity).
+
+        ``aliases_shared`` in the result: the entity's aliases the moved
+        mentions are written as; ``keep_aliases=False`` removes them.
+        """
         return self._correct(
-            "SELECT {s}.split_entity(%s, %s, %s::uuid[], %s, %s, %s)",
+            "SELECT {s}.split_entity(%s, %s, %s::uuid[], %s, %s, %s, %s)",
             lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0],
-                       self.unit_ids(bank_id, facts, c), new_name, dry_run, reason))
+                       self.unit_ids(bank_id, facts, c), new_name, dry_run, reason, keep_aliases))
 
     def rename(self, bank_id: str, entity: EntityRef, new_name: str, *,
                reason: Optional[str] = None) -> Dict[str, Any]:

@@ -519,3 +519,43 @@ def test_erase_null_is_refused_naming_the_argument(conn, bank):
     with pytest.raises(psycopg.errors.NullValueNotAllowed, match="^erase: "):
         call(conn, "forget_entity", "team", bank["Priya"], erase=None)
     assert snapshot(conn, "team") == before and operations_count(conn, "team") == 0
+
+
+# -- split: the source's aliases the moved mentions are written as ---------------------
+
+def test_a_split_reports_the_aliases_its_mentions_share_and_can_remove_them_undoably(conn, bank):
+    # 'Chris' named one entity, then it turned out to be two people: the operator
+    # renamed it (the bare name stays its alias) and splits the other's facts.
+    insert_fact(conn, "team", ["Chris", "Acme"])
+    chris = entity_id(conn, "team", "Chris")
+    call(conn, "rename_entity", "team", chris, "Chris Adams")          # alias: Chris
+    moved = insert_fact(conn, "team", ["chris", "React"])
+    assert conn.execute(f"SELECT entity_id::text, decision FROM {ER}.mentions WHERE unit_id = %s AND ordinal = 1",
+                        (moved,)).fetchone() == (chris, "alias")
+    kept_plan = call(conn, "split_entity", "team", chris, [moved], "Chris Baker", dry_run=True)
+    assert kept_plan["aliases_shared"] == ["Chris"] and kept_plan["aliases_removed"] == []
+    assert kept_plan["name_shared"] is False
+    before = snapshot(conn, "team")
+
+    plan = call(conn, "split_entity", "team", chris, [moved], "Chris Baker", keep_aliases=False)
+
+    assert plan["aliases_shared"] == ["Chris"] and plan["aliases_removed"] == ["Chris"]
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entity_aliases WHERE entity_id = %s", (chris,)).fetchone()[0] == 0
+    # A later bare 'Chris' is no longer sent to Chris Adams by the alias.
+    later = insert_fact(conn, "team", ["Chris", "Oslo"])
+    assert conn.execute(f"SELECT decision FROM {ER}.mentions WHERE unit_id = %s AND ordinal = 1",
+                        (later,)).fetchone()[0] != "alias"
+    conn.execute(f"DELETE FROM {ER}.facts WHERE id = %s", (later,))
+    assert no_differences(conn)
+    undo(conn, plan["operation_id"])
+    assert snapshot(conn, "team") == before
+
+
+def test_a_split_keeps_the_shared_aliases_by_default(conn, bank):
+    call(conn, "add_alias", "team", bank["Alex Kim"], "AK")
+    moved = insert_fact(conn, "team", ["AK", "Oslo"])
+    plan = call(conn, "split_entity", "team", bank["Alex Kim"], [moved], "Alex Kimura")
+    assert plan["aliases_shared"] == ["AK"] and plan["aliases_removed"] == []
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entity_aliases WHERE alias = 'AK'").fetchone()[0] == 1
+    unmoved = call(conn, "split_entity", "team", bank["Alex Kim"], [bank["facts"][1]], "Alex Kimo", dry_run=True)
+    assert unmoved["aliases_shared"] == [] and unmoved["name_shared"] is True
