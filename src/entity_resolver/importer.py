@@ -62,7 +62,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set,
 import psycopg
 from psycopg import sql
 
-from entity_resolver import curation as curation_mod
+from entity_resolver.curation import Curation
 from entity_resolver.build import data_dir, internal_schema
 
 # facts.id = uuid5(FACT_NAMESPACE, fact_id). Fixed forever: changing it would
@@ -818,7 +818,7 @@ def import_file(
         raise _systemic(exc, conn, "before the first batch", 0) from None
 
     records: Iterable[FactRecord] = iter_facts(path, bank, result.bad_lines)
-    kept = curation_mod.Curation() if result.curated else None
+    kept = Curation() if result.curated else None
     if kept is not None:
         records = kept.watch(records)
     for batch in batches(records, batch_size):
