@@ -998,6 +998,7 @@ _PLAN_FIELDS = (
     ("pairs_removed", "pairs removed"), ("pairs", "pairs"), ("mention_count", "mentions after"),
     ("aliases_added", "aliases added"), ("aliases", "aliases"), ("alias_added", "alias added"),
     ("alias_removed", "alias removed"), ("forwards", "ids forwarded"),
+    ("aliases_shared", "aliases the moved mentions are written as"), ("aliases_removed", "aliases removed"),
 )
 
 
@@ -1019,9 +1020,29 @@ def _print_plan(bank: str, plan: Dict[str, Any], as_json: bool) -> None:
     new = (plan.get("new_entity") or {}).get("entity_id")
     if new:
         out.print(f"  new entity: {new}")
+    _print_erase(plan)
     if not dry and plan.get("operation_id") is not None:
         out.print(f"operation {plan['operation_id']}; undo with: entity-resolver undo {bank} {plan['operation_id']}",
                   style="dim")
+
+
+def _print_erase(plan: Dict[str, Any]) -> None:
+    """What forget --erase did (or would do) beyond forgetting: the ledger rewritten, the facts left to the caller."""
+    if not plan.get("erase"):
+        return
+    out = _out()
+    dry = plan.get("dry_run")
+    ops = plan.get("operations_erased") or []
+    out.print(f"  names erased: {', '.join(plan.get('names_erased') or [])}")
+    listed = ", ".join(f"{o['operation_id']} ({o['kind']})" for o in ops) or "none"
+    out.print(f"  ledger operations {'to rewrite' if dry else 'rewritten'} without the names, no longer undoable: "
+              f"{listed}" + ("" if dry else "; this one cannot be undone either"))
+    facts = plan.get("facts_naming") or []
+    out.print(f"  facts that still name it or mentioned it (the application's to change or delete): {len(facts)}")
+    for f in facts:
+        where = [w for w, key in (("content", "in_content"), ("mentions", "in_mentions"),
+                                  ("mentioned it", "mentioned")) if f.get(key)]
+        out.print(f"    {f.get('fact_id') or f['id']}: {', '.join(where)}")
 
 
 def _correct(bank: str, correction: Callable[[Client], Dict[str, Any]], db: DbOptions) -> None:
@@ -1051,10 +1072,14 @@ def split_cmd(
     facts: Annotated[List[str], typer.Option("--fact", help="A fact whose mentions move (fact_id or id; repeatable).")],
     name: Annotated[str, typer.Option("--name", help="Name of the new entity.")],
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
+    keep_aliases: Annotated[bool, typer.Option(
+        "--keep-aliases/--drop-aliases",
+        help="Keep (default) or remove the entity's aliases that the moved mentions are written as.")] = True,
     *, db: DbOptions,
 ) -> None:
     """Move an entity's mentions in the given facts to a new entity."""
-    _correct(bank, lambda er: er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason),
+    _correct(bank, lambda er: er.split(bank, entity, facts, name, dry_run=dry_run, reason=reason,
+                                       keep_aliases=keep_aliases),
              db)
 
 
@@ -1096,10 +1121,13 @@ def forget_cmd(
     bank: BankArg,
     entity: EntityArg,
     dry_run: DryRunOpt = False, reason: ReasonOpt = None,
+    erase: Annotated[bool, typer.Option(
+        "--erase", help="A data-protection request: also erase its names from the ledger (no undo) and list the "
+                        "facts that still name it.")] = False,
     *, db: DbOptions,
 ) -> None:
     """Remove an entity with its provenance, links, pairs and aliases (the facts stay)."""
-    _correct(bank, lambda er: er.forget_entity(bank, entity, dry_run=dry_run, reason=reason),
+    _correct(bank, lambda er: er.forget_entity(bank, entity, dry_run=dry_run, reason=reason, erase=erase),
              db)
 
 

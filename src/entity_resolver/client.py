@@ -509,12 +509,16 @@ class Client:
                        self._entity_ids(bank_id, [target], "target", c)[0], dry_run, reason))
 
     def split(self, bank_id: str, entity: EntityRef, facts: Sequence[FactRef], new_name: str, *,
-              dry_run: bool = False, reason: Optional[str] = None) -> Dict[str, Any]:
-        """Move the entity's mentions in ``facts`` to a new entity named ``new_name`` (split_entity)."""
+              dry_run: bool = False, reason: Optional[str] = None, keep_aliases: bool = True) -> Dict[str, Any]:
+        """Move the entity's mentions in ``facts`` to a new entity named ``new_name`` (split_entity).
+
+        ``aliases_shared`` in the result: the entity's aliases the moved
+        mentions are written as; ``keep_aliases=False`` removes them.
+        """
         return self._correct(
-            "SELECT {s}.split_entity(%s, %s, %s::uuid[], %s, %s, %s)",
+            "SELECT {s}.split_entity(%s, %s, %s::uuid[], %s, %s, %s, %s)",
             lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0],
-                       self.unit_ids(bank_id, facts, c), new_name, dry_run, reason))
+                       self.unit_ids(bank_id, facts, c), new_name, dry_run, reason, keep_aliases))
 
     def rename(self, bank_id: str, entity: EntityRef, new_name: str, *,
                reason: Optional[str] = None) -> Dict[str, Any]:
@@ -533,11 +537,17 @@ class Client:
         return self._correct("SELECT {s}.remove_alias(%s, %s)", lambda c: (bank_id, alias))
 
     def forget_entity(self, bank_id: str, entity: EntityRef, *, dry_run: bool = False,
-                      reason: Optional[str] = None) -> Dict[str, Any]:
-        """Remove an entity with its provenance, links, pairs and aliases (forget_entity)."""
+                      reason: Optional[str] = None, erase: bool = False) -> Dict[str, Any]:
+        """Remove an entity with its provenance, links, pairs and aliases (forget_entity).
+
+        ``erase=True`` (a data-protection request) also rewrites the bank's
+        ledger without its names: those operations cannot be undone
+        (``operations_erased``), and ``facts_naming`` lists the facts that
+        still name it.
+        """
         return self._correct(
-            "SELECT {s}.forget_entity(%s, %s, %s, %s)",
-            lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], dry_run, reason))
+            "SELECT {s}.forget_entity(%s, %s, %s, %s, %s)",
+            lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], dry_run, reason, erase))
 
     def mark_distinct(self, bank_id: str, a: EntityRef, b: EntityRef, *, reason: Optional[str] = None,
                       dry_run: bool = False) -> Dict[str, Any]:

@@ -13,6 +13,17 @@ One JSON object per line, as :mod:`entity_resolver.importer` reads it::
   to, as its id (``gold="id"``) or its canonical name (``gold="name"``). A
   mention without provenance (its entity was forgotten, or the fact predates
   provenance) has no ``gold``.
+* ``entities`` (the bank's curation): the first line a mention of an entity
+  appears on describes that entity, keyed as its ``gold``: its canonical
+  ``name``, its ``aliases`` (as written, with where each came from) and the
+  ``forwards`` (ids merged into it; ``gold="id"`` only)::
+
+      "entities": {"0b9c...": {"name": "Alex Morgan", "curated": true,
+                               "aliases": [{"alias": "Alex M.", "source": "operator"}],
+                               "forwards": ["77d1..."]}}
+
+  Importing the file reproduces them (:mod:`entity_resolver.curation`): the
+  same partition of mentions into entities, the same names and aliases.
 * Facts come in the order they were stored (``created_at``, then the order of
   the rows of one statement), the order that makes a re-import decide as the
   bank did.
@@ -64,6 +75,44 @@ def _query(schema: str, gold: str) -> sql.Composed:
     ).format(s=sql.Identifier(schema), label=sql.SQL(label))
 
 
+def _entities_query(schema: str) -> sql.Composed:
+    return sql.SQL(
+        "SELECT e.id::text, e.canonical_name::text, e.curated,"
+        " (SELECT coalesce(jsonb_agg(jsonb_build_object('alias', a.alias::text, 'source', a.source)"
+        "    ORDER BY a.alias), '[]') FROM {s}.entity_aliases AS a"
+        "   WHERE a.bank_id = e.bank_id AND a.entity_id = e.id),"
+        " (SELECT coalesce(jsonb_agg(f.old_id::text ORDER BY f.old_id), '[]') FROM {s}.entity_forwards AS f"
+        "   WHERE f.bank_id = e.bank_id AND f.new_id = e.id)"
+        " FROM {s}.entities AS e WHERE e.bank_id = %s"
+    ).format(s=sql.Identifier(schema))
+
+
+def _curation(conn: psycopg.Connection, schema: str, bank_id: str, gold: str) -> Dict[str, Dict[str, Any]]:
+    """Each entity of the bank as the ``entities`` key describes it, keyed as its gold."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for entity_id, name, curated, aliases, forwards in conn.execute(_entities_query(schema), (bank_id,)):
+        record: Dict[str, Any] = {"name": name, "curated": curated, "aliases": aliases}
+        if gold == "id":
+            record["forwards"] = forwards
+        out[entity_id if gold == "id" else name] = record
+    # HOOK(entity_judgements): once mark_distinct exists, each judgement that
+    # two entities are distinct goes here as "distinct": [key, ...] on the
+    # record of one of them, and entity_resolver.curation applies it.
+    return out
+
+
+def _describe(line: Dict[str, Any], curation: Dict[str, Dict[str, Any]], written: set) -> None:
+    """Add ``entities`` to a line: the entities its mentions are the first of."""
+    described = {}
+    for item in line["mentions"]:
+        key = item.get("gold")
+        if key is not None and key not in written and key in curation:
+            described[key] = curation[key]
+            written.add(key)
+    if described:
+        line["entities"] = described
+
+
 def _line(bank_id: str, row: tuple, summary: ExportSummary) -> Dict[str, Any]:
     unit_id, fact_id, event_date, content, mentions, gold = row
     gold = gold or {}
@@ -96,11 +145,15 @@ def iter_bank(conn: psycopg.Connection, bank_id: str, *, schema: str = "entity_r
     with conn.transaction():
         if idle:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        curation = _curation(conn, schema, bank_id, gold)
+        written: set = set()
         with conn.cursor(name=f"entity_resolver_export_{uuid.uuid4().hex[:12]}") as cur:
             cur.itersize = BATCH
             cur.execute(_query(schema, gold), (bank_id,))
             for row in cur:
-                yield _line(bank_id, row, summary)
+                line = _line(bank_id, row, summary)
+                _describe(line, curation, written)
+                yield line
 
 
 def export_bank(conn: psycopg.Connection, bank_id: str, out: TextIO, *, schema: str = "entity_resolver",

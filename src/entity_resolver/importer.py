@@ -9,7 +9,10 @@ One JSON object per line::
 ``content``, ``event_date`` and, per mention, ``gold``, ``resolve``, ``nearby``
 and ``event_date`` are optional; a mention may also be a bare string.
 ``fact_id`` is a string or an integer (``7`` is the fact ``"7"``). ``gold`` is
-ground truth for evaluation and is not stored. A fact without ``mentions`` (or
+ground truth for evaluation and is not stored. ``entities`` (written by the
+export) describes the entities whose first mention is on the line, keyed as
+their gold: a file with it is imported with its curation (the partition of its
+golds, names, aliases; :mod:`entity_resolver.curation`), applied after the facts. A fact without ``mentions`` (or
 with an empty list) is stored, linked to no entity, and counted as a warning.
 
 The import is two passes over the file. The first validates every line with
@@ -59,6 +62,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set,
 import psycopg
 from psycopg import sql
 
+from entity_resolver.curation import Curation
 from entity_resolver.build import data_dir, internal_schema
 
 # facts.id = uuid5(FACT_NAMESPACE, fact_id). Fixed forever: changing it would
@@ -69,7 +73,7 @@ DEFAULT_BATCH = 500
 MAX_SHOWN_ERRORS = 20
 CHECK_CHUNK = 1000       # lines validated per database round trip (dates, bank ids)
 
-FACT_KEYS = ("fact_id", "bank_id", "event_date", "content", "mentions")
+FACT_KEYS = ("fact_id", "bank_id", "event_date", "content", "mentions", "entities")
 MAX_FACT_ID = 500        # characters; facts.fact_id's check constraint
 # Keys of a mention object the importer takes off before the server sees it.
 IMPORT_ONLY_MENTION_KEYS = ("gold",)
@@ -207,6 +211,7 @@ class FactRecord:
     golds: List[Optional[str]] = field(default_factory=list)  # per mention, for evaluation
     # (key, date text) of every event date of the line, the fact's and its mentions'
     dates: List[Tuple[str, str]] = field(default_factory=list)
+    entities: Dict[str, Dict[str, Any]] = field(default_factory=dict)   # the export's curation, by gold
 
 
 def _json_type(value: Any) -> str:
@@ -333,8 +338,34 @@ def parse_fact(text: str, line: int, bank: Optional[str] = None) -> FactRecord:
         golds.append(gold)
         if date is not None:
             dates.append((f"mentions[{i}].event_date", date))
+    entities = _entities(obj.get("entities", {}), line)
     return FactRecord(line, fact_id, bank_id, fact_uuid(fact_id), content, mentions, event_date,
-                      golds, dates)
+                      golds, dates, entities)
+
+
+def _entities(raw: Any, line: int) -> Dict[str, Dict[str, Any]]:
+    """Check a line's ``entities`` (the export's curation): {gold: {"name", "aliases", ...}}."""
+    if not isinstance(raw, dict):
+        raise BadLine(line, f"entities: must be a JSON object, got {_json_type(raw)}")
+    out = {}
+    for key, record in raw.items():
+        where = f"entities[{json.dumps(key, ensure_ascii=False)}]"
+        if not isinstance(record, dict):
+            raise BadLine(line, f"{where}: must be a JSON object, got {_json_type(record)}")
+        name = record.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise BadLine(line, f"{where}.name: required: a non-blank string")
+        aliases = record.get("aliases", [])
+        if not isinstance(aliases, list):
+            raise BadLine(line, f"{where}.aliases: must be a JSON array, got {_json_type(aliases)}")
+        texts = []
+        for i, a in enumerate(aliases):
+            text = a.get("alias") if isinstance(a, dict) else a
+            if not isinstance(text, str) or not text.strip():
+                raise BadLine(line, f"{where}.aliases[{i}]: must be a non-blank string or {{\"alias\": ...}}")
+            texts.append(text)
+        out[key] = {"name": name, "aliases": texts}
+    return out
 
 
 # -- what the database refuses -------------------------------------------------------
@@ -457,6 +488,7 @@ class Scan:
     bad: List[BadLine] = field(default_factory=list)
     banks: Set[str] = field(default_factory=set)
     warnings: List[Dict[str, Any]] = field(default_factory=list)   # {"line", "warning"}
+    curated: bool = False          # a line has "entities": the file's curation is applied after its facts
 
     @property
     def bad_lines(self) -> Set[int]:
@@ -542,6 +574,7 @@ def scan(conn: psycopg.Connection, path: Union[str, Path], bank: Optional[str] =
             else:
                 try:
                     records.append(parse_fact(text, number, bank))
+                    checker.result.curated = checker.result.curated or bool(records[-1].entities)
                 except BadLine as exc:
                     bad.append(exc)
             if len(records) + len(bad) >= CHECK_CHUNK:
@@ -580,6 +613,7 @@ class ImportSummary:
     banks: List[str] = field(default_factory=list)
     bad: List[Dict[str, Any]] = field(default_factory=list)
     warnings: List[Dict[str, Any]] = field(default_factory=list)
+    curation: Optional[Dict[str, Any]] = None    # what applying the file's curation did (curation.apply)
 
     def as_dict(self) -> Dict[str, Any]:
         return {
@@ -595,6 +629,7 @@ class ImportSummary:
             "bad_lines": self.bad,
             "facts_without_mentions": sum(1 for w in self.warnings if w["warning"] == NO_MENTIONS),
             "warnings": self.warnings,
+            "curation": self.curation,
         }
 
 
@@ -812,7 +847,11 @@ def import_file(
     summary.skipped_bad = len(result.bad)
     ident = sql.Identifier(schema)
 
-    for batch in batches(iter_facts(path, bank, result.bad_lines), batch_size):
+    records: Iterable[FactRecord] = iter_facts(path, bank, result.bad_lines)
+    kept = Curation() if result.curated else None
+    if kept is not None:
+        records = kept.watch(records)
+    for batch in batches(records, batch_size):
         inserted, existing, rejected, created = _write_batch(conn, ident, batch, skip_bad, summary)
         summary.entities_created += created
         summary.batches += 1
@@ -823,5 +862,10 @@ def import_file(
         if on_batch:
             on_batch(len(inserted), existing + rejected)
 
+    if kept is not None:
+        try:
+            summary.curation = kept.apply(conn, schema)
+        except psycopg.Error as exc:
+            raise _systemic(exc, conn, "while applying the file's curation", summary.facts) from None
     summary.seconds = time.monotonic() - started
     return summary

@@ -146,3 +146,29 @@ def test_help_lists_the_correction_commands():
     result = CliRunner().invoke(app, ["--help"], env=CLEAN_ENV)
     for command in ("merge", "split", "rename", "alias", "unalias", "forget", "undo", "history", "export"):
         assert f" {command} " in result.stdout, command
+
+
+def test_forget_erase_reports_the_rewritten_ledger_and_the_facts_and_undo_refuses_it(conn, cli, story):
+    cli("alias", "team", "Priya", "P.")
+    preview = cli("forget", "team", "Priya", "--erase", "--dry-run")
+    assert preview.exit_code == 0, preview.output
+    assert "names erased: P., Priya" in preview.stdout and "to rewrite without the names" in preview.stdout
+    done = cli("forget", "team", "Priya", "--erase", "--json")
+    assert done.exit_code == 0, done.output
+    plan = json.loads(done.stdout)
+    assert [o["kind"] for o in plan["operations_erased"]] == ["add_alias"]
+    assert sorted(f["fact_id"] for f in plan["facts_naming"]) == ["f3", "f4"]
+    refused = cli("undo", "team", str(plan["operation_id"]))
+    assert refused.exit_code == 1 and f"erased by operation {plan['operation_id']}" in error_line(refused)
+    assert "priya" not in conn.execute(f"SELECT string_agg(o::text, ' ') FROM {ER}.operations AS o").fetchone()[0] \
+        .lower()
+
+
+def test_split_drop_aliases_removes_the_alias_the_moved_mentions_are_written_as(conn, cli, story):
+    cli("alias", "team", "Alex Kim", "Kim")
+    story.retain("team", ["Kim", "Oslo"], event_date="2026-03-05T09:00:00Z", fact_id="f5")
+    result = cli("split", "team", "Alex Kim", "--fact", "f5", "--name", "Kim Other", "--drop-aliases")
+    assert result.exit_code == 0, result.output
+    assert "aliases the moved mentions are written as: Kim" in result.stdout
+    assert "aliases removed: Kim" in result.stdout
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entity_aliases WHERE bank_id = 'team'").fetchone()[0] == 0

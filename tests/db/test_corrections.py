@@ -458,3 +458,104 @@ def test_corrections_refuse_a_transaction_whose_snapshot_predates_the_lock(conn,
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         with pytest.raises(psycopg.errors.InvalidTransactionState, match="READ COMMITTED"):
             call(conn, "merge_entities", "team", [bank["Alex Kim"]], bank["Alex Morgan"])
+
+
+# -- erase: forget_entity(..., erase => true) -------------------------------------------
+
+def ledger_text(conn, bank_id="team"):
+    return conn.execute(f"SELECT coalesce(string_agg(o::text, ' '), '') FROM {ER}.operations AS o"
+                        " WHERE bank_id = %s", (bank_id,)).fetchone()[0]
+
+
+def test_erase_scrubs_every_name_from_the_ledger_refuses_undo_and_reports_the_facts(conn, bank):
+    priya = bank["Priya"]
+    call(conn, "add_alias", "team", priya, "P. Sharma")
+    renamed = call(conn, "rename_entity", "team", priya, "Priya Sharma", reason="Priya's full name")["operation_id"]
+    merged = call(conn, "merge_entities", "team", [bank["Oslo"]], priya)["operation_id"]   # 'Oslo' becomes an alias
+    unrelated = call(conn, "add_alias", "team", bank["Acme"], "Acme Inc")["operation_id"]
+    named = insert_fact(conn, "team", ["Acme"])
+    conn.execute(f"UPDATE {ER}.facts SET content = 'acme met PRIYA today' WHERE id = %s", (named,))
+    preview = call(conn, "forget_entity", "team", priya, dry_run=True, erase=True)
+    assert preview["dry_run"] is True and "priya" in ledger_text(conn).lower()
+
+    result = call(conn, "forget_entity", "team", priya, erase=True, reason="erasure request")
+
+    assert sorted(result["names_erased"]) == ["Oslo", "P. Sharma", "Priya", "Priya Sharma"]
+    erased = [o["operation_id"] for o in result["operations_erased"]]
+    assert renamed in erased and merged in erased and unrelated not in erased
+    assert erased == [o["operation_id"] for o in preview["operations_erased"]]
+    # No name is left anywhere in the bank's ledger, in any case.
+    text = ledger_text(conn).lower()
+    for name in ("priya", "p. sharma", "oslo"):
+        assert name not in text
+    assert "acme inc" in text                      # an operation that did not name her is kept as it was
+    # The facts that name her or mentioned her: the application's to act on.
+    naming = {f["id"]: f for f in result["facts_naming"]}
+    assert naming[named]["in_content"] is True and naming[named]["mentioned"] is False
+    mentioned = [f for f in naming.values() if f["mentioned"]]
+    assert {f["fact_id"] for f in mentioned} == {"f3", "f4", "f5", "f6"}   # Priya's three, Oslo's one
+    assert all(f["in_mentions"] for f in mentioned)
+    assert {f["id"] for f in preview["facts_naming"]} == set(naming)
+    # Neither the erasing operation nor the ones it rewrote can be undone; nothing changes.
+    before = snapshot(conn, "team")
+    for op in (result["operation_id"], merged, renamed):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match=f"operation {op} .*erased by operation"):
+            undo(conn, op)
+    assert snapshot(conn, "team") == before
+    # An operation it did not touch is undone as before.
+    undo(conn, unrelated)
+    assert no_differences(conn)
+
+
+def test_forget_without_erase_keeps_the_ledger_and_its_undo(conn, bank):
+    op = call(conn, "forget_entity", "team", bank["Priya"], erase=False)["operation_id"]
+    assert "erase" not in call(conn, "forget_entity", "team", bank["Oslo"], dry_run=True)
+    assert "Priya" in ledger_text(conn)
+    undo(conn, op)
+
+
+def test_erase_null_is_refused_naming_the_argument(conn, bank):
+    before = snapshot(conn, "team")
+    with pytest.raises(psycopg.errors.NullValueNotAllowed, match="^erase: "):
+        call(conn, "forget_entity", "team", bank["Priya"], erase=None)
+    assert snapshot(conn, "team") == before and operations_count(conn, "team") == 0
+
+
+# -- split: the source's aliases the moved mentions are written as ---------------------
+
+def test_a_split_reports_the_aliases_its_mentions_share_and_can_remove_them_undoably(conn, bank):
+    # 'Chris' named one entity, then it turned out to be two people: the operator
+    # renamed it (the bare name stays its alias) and splits the other's facts.
+    insert_fact(conn, "team", ["Chris", "Acme"])
+    chris = entity_id(conn, "team", "Chris")
+    call(conn, "rename_entity", "team", chris, "Chris Adams")          # alias: Chris
+    moved = insert_fact(conn, "team", ["chris", "React"])
+    assert conn.execute(f"SELECT entity_id::text, decision FROM {ER}.mentions WHERE unit_id = %s AND ordinal = 1",
+                        (moved,)).fetchone() == (chris, "alias")
+    kept_plan = call(conn, "split_entity", "team", chris, [moved], "Chris Baker", dry_run=True)
+    assert kept_plan["aliases_shared"] == ["Chris"] and kept_plan["aliases_removed"] == []
+    assert kept_plan["name_shared"] is False
+    before = snapshot(conn, "team")
+
+    plan = call(conn, "split_entity", "team", chris, [moved], "Chris Baker", keep_aliases=False)
+
+    assert plan["aliases_shared"] == ["Chris"] and plan["aliases_removed"] == ["Chris"]
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entity_aliases WHERE entity_id = %s", (chris,)).fetchone()[0] == 0
+    # A later bare 'Chris' is no longer sent to Chris Adams by the alias.
+    later = insert_fact(conn, "team", ["Chris", "Oslo"])
+    assert conn.execute(f"SELECT decision FROM {ER}.mentions WHERE unit_id = %s AND ordinal = 1",
+                        (later,)).fetchone()[0] != "alias"
+    conn.execute(f"DELETE FROM {ER}.facts WHERE id = %s", (later,))
+    assert no_differences(conn)
+    undo(conn, plan["operation_id"])
+    assert snapshot(conn, "team") == before
+
+
+def test_a_split_keeps_the_shared_aliases_by_default(conn, bank):
+    call(conn, "add_alias", "team", bank["Alex Kim"], "AK")
+    moved = insert_fact(conn, "team", ["AK", "Oslo"])
+    plan = call(conn, "split_entity", "team", bank["Alex Kim"], [moved], "Alex Kimura")
+    assert plan["aliases_shared"] == ["AK"] and plan["aliases_removed"] == []
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entity_aliases WHERE alias = 'AK'").fetchone()[0] == 1
+    unmoved = call(conn, "split_entity", "team", bank["Alex Kim"], [bank["facts"][1]], "Alex Kimo", dry_run=True)
+    assert unmoved["aliases_shared"] == [] and unmoved["name_shared"] is True

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from corrections_helpers import ER, call, entity_id, insert_fact
 from entity_resolver.cli import app
 from entity_resolver.client import Client
+from entity_resolver.install import install
 from entity_resolver.importer import fact_uuid, import_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,11 @@ def test_export_writes_each_fact_with_its_fact_id_and_each_mention_with_its_enti
     assert first == {"fact_id": "f1", "bank_id": "team", "event_date": "2026-03-01T09:00:00+00:00",
                      "content": "Alex Morgan / Acme",
                      "mentions": [{"text": "Alex Morgan", "gold": morgan},
-                                  {"text": "Acme", "resolve": False, "gold": acme}]}
+                                  {"text": "Acme", "resolve": False, "gold": acme}],
+                     "entities": {morgan: {"name": "Alex Morgan", "curated": False, "aliases": [], "forwards": []},
+                                  acme: {"name": "Acme", "curated": False, "aliases": [], "forwards": []}}}
+    # An entity is described on the first line it appears on only.
+    assert list(second["entities"]) == [entity_id(conn, "team", "Oslo")]
     # A fact stored without a fact_id is written with its id, which imports as the same id.
     assert second["fact_id"] == unit and fact_uuid(unit) == __import__("uuid").UUID(unit)
     names = [json.loads(line) for line in _export(conn, "team", gold="name").splitlines()]
@@ -130,3 +135,67 @@ def test_the_export_command_writes_a_file_or_standard_output(conn, tmp_path):
 def test_an_unknown_gold_form_is_a_usage_error(conn, gold):
     result = CliRunner().invoke(app, ["export", "team", "--gold", gold], env=CLEAN_ENV)
     assert result.exit_code == 2
+
+
+# -- curation: export -> import keeps what operators did --------------------------------
+
+def curated_partition(conn, bank):
+    """Each entity of the bank as (its mentions, as a set of (fact_id, ordinal); its name; its aliases)."""
+    rows = conn.execute(
+        f"SELECT e.canonical_name, array_agg(DISTINCT a.alias ORDER BY a.alias) FILTER (WHERE a.alias IS NOT NULL),"
+        f" array_agg(DISTINCT f.fact_id || '#' || m.ordinal)"
+        f" FROM {ER}.entities e JOIN {ER}.mentions m ON m.bank_id = e.bank_id AND m.entity_id = e.id"
+        f" JOIN {ER}.facts f ON f.bank_id = m.bank_id AND f.id = m.unit_id"
+        f" LEFT JOIN {ER}.entity_aliases a ON a.bank_id = e.bank_id AND a.entity_id = e.id"
+        f" WHERE e.bank_id = %s GROUP BY e.id, e.canonical_name", (bank,)).fetchall()
+    return {frozenset(places): (name, tuple(aliases or ())) for name, aliases, places in rows}
+
+
+def corrected_bank(conn):
+    """A bank whose operators merged, split, renamed, aliased and forgot: nothing a re-resolution would redo."""
+    facts = [["Alex Morgan", "Acme"], ["Alex Kim", "React"], ["Alex Morgan", "Priya"], ["Alex Kim", "Priya"],
+             ["Chris", "Acme"], ["Chris", "React"], ["Chris", "Oslo"], ["Sam", "Oslo"], ["Jo", "Acme"]]
+    for n, mentions in enumerate(facts, 1):
+        insert_fact(conn, "team", mentions, f"2026-03-{n:02d}T09:00:00Z", fact_id=f"f{n}")
+    ids = {name: entity_id(conn, "team", name) for name in ("Alex Morgan", "Alex Kim", "Chris", "Acme", "Sam", "Jo")}
+    call(conn, "merge_entities", "team", [ids["Alex Kim"]], ids["Alex Morgan"])      # a wrong merge, kept
+    call(conn, "rename_entity", "team", ids["Chris"], "Chris Adams")                 # alias Chris
+    chris_units = [str(u) for (u,) in conn.execute(
+        f"SELECT id FROM {ER}.facts WHERE bank_id = 'team' AND fact_id IN ('f6', 'f7')")]
+    call(conn, "split_entity", "team", ids["Chris"], chris_units, "Chris Baker")
+    call(conn, "add_alias", "team", ids["Acme"], "ACME Corp")
+    call(conn, "rename_entity", "team", ids["Sam"], "Samantha")
+    call(conn, "forget_entity", "team", ids["Jo"])
+    return curated_partition(conn, "team")
+
+
+def _round_trip(source_conn, target_conn, tmp_path):
+    path = tmp_path / "team.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        Client(source_conn).export("team", out)
+    return import_file(target_conn, path, bank="copy", batch_size=4)
+
+
+def test_export_then_import_into_a_new_bank_keeps_the_partition_names_and_aliases(conn, tmp_path):
+    expected = corrected_bank(conn)
+    summary = _round_trip(conn, conn, tmp_path)
+    assert curated_partition(conn, "copy") == expected, summary.curation
+    assert summary.curation["unreproduced"] == 0 and summary.curation["refused"] == []
+    # The mention of the forgotten entity stays without one, as in the exported bank.
+    assert conn.execute(f"SELECT count(*) FROM {ER}.mentions WHERE bank_id = 'copy'").fetchone()[0] \
+        == conn.execute(f"SELECT count(*) FROM {ER}.mentions WHERE bank_id = 'team'").fetchone()[0]
+    # Exported again, the copy describes the same entities.
+    again = tmp_path / "again"
+    again.mkdir()
+    with (again / "copy.jsonl").open("w", encoding="utf-8") as out:
+        Client(conn).export("copy", out, gold="name")
+    import_file(conn, again / "copy.jsonl", bank="third", batch_size=100)
+    assert curated_partition(conn, "third") == expected
+
+
+def test_export_then_import_into_another_database_keeps_the_curation(conn, new_db, tmp_path):
+    expected = corrected_bank(conn)
+    other = new_db()
+    install(other)
+    _round_trip(conn, other, tmp_path)
+    assert curated_partition(other, "copy") == expected
