@@ -692,13 +692,16 @@ def _insert(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRe
     # facts.fact_id keeps the line's own id beside the UUID it maps to (export
     # writes it back). RETURNING names the facts this statement inserted: a
     # fact another session inserted first (ON CONFLICT) is not this run's.
+    # No conflict target: two sessions inserting one fact at once collide on
+    # (bank_id, id) or on (bank_id, fact_id), whichever index the later one
+    # checks first; a target names only one, and the other raised 23505.
     return [(b, i) for b, i in conn.execute(
         sql.SQL(
             "INSERT INTO {}.facts (bank_id, id, fact_id, content, mentions, event_date)"
             " SELECT b, i, f, c, m, coalesce(e::timestamptz, now())"
             " FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::text[], %s::jsonb[], %s::text[])"
             " AS t(b, i, f, c, m, e)"
-            " ON CONFLICT (bank_id, id) DO NOTHING"
+            " ON CONFLICT DO NOTHING"
             " RETURNING bank_id, id"
         ).format(schema),
         (
