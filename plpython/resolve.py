@@ -333,8 +333,14 @@ def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, wri
     # The bank's settings first (one statement), then the limits, counted
     # from the arrays as loaded: a call or fact over them is refused before
     # any of its mentions is checked, folded or decided.
-    bank = banks.open_bank(plpy, bank_id, argument) if write else banks.read_bank(plpy, bank_id, argument)
-    check_sizes(facts, bank.cfg)
+    def within_limits(bank) -> None:
+        check_sizes(facts, bank.cfg)
+
+    if write:
+        bank = banks.open_bank(plpy, bank_id, argument, within_limits)
+    else:
+        bank = banks.read_bank(plpy, bank_id, argument)
+        within_limits(bank)
     facts = [f.parsed() for f in facts]
     items = [it for f in facts for it in f.items]
     for i, it in enumerate(items):

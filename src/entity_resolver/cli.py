@@ -163,7 +163,8 @@ def _handled(fn: Callable) -> Callable:
             raise typer.Exit(EXIT_INTERRUPTED)
         if systemic and SYSTEMIC not in msg:
             msg += f" ({SYSTEMIC})"
-        line = f"error: {sqlstate}: {msg}" if sqlstate and not msg.startswith(sqlstate) else f"error: {msg}"
+        # The SQLSTATE once: a message that quotes a database error may carry it already.
+        line = f"error: {sqlstate}: {msg}" if sqlstate and f"{sqlstate}:" not in msg else f"error: {msg}"
         _err().print(Text(line, style="red"), soft_wrap=True)   # one line, however long
         code = EXIT_SYSTEMIC if systemic else EXIT_DATA
         if as_json:
