@@ -693,8 +693,20 @@ def _insert(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRe
 
 
 def _insert_within_limits(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRecord]) -> None:
-    """Insert a batch, which batches() cut to the banks' max_mentions_per_call: never refused for its size."""
-    _insert(conn, schema, batch)
+    """Insert a batch; when the statement exceeds a server limit (54xxx), insert it in halves."""
+    # batches() cuts a batch to its banks' max_mentions_per_call, so this is
+    # for limits the validation cannot read: the halves keep the batch's
+    # transaction (all or nothing), they only resolve in two statements
+    # instead of one. A single fact refused is reported as it is (_write_batch).
+    try:
+        with conn.transaction():
+            _insert(conn, schema, batch)
+    except psycopg.Error as exc:
+        if len(batch) == 1 or not (exc.sqlstate or "").startswith("54") or conn.closed:
+            raise
+        mid = len(batch) // 2
+        _insert_within_limits(conn, schema, batch[:mid])
+        _insert_within_limits(conn, schema, batch[mid:])
 
 
 def _flush(conn: psycopg.Connection, schema: sql.Identifier, banks: List[str]) -> None:
