@@ -301,10 +301,21 @@ BEGIN
     -- every row with every id: a fact of 1,000 mentions queues 500,000).
     -- The arrays' order does not matter: every step below locks and writes
     -- in an order of its own (one sort feeds them all).
+    -- This transaction's own rows are found by its id, as they were claimed
+    -- (no array at all): the queue's statistics are those of whenever it
+    -- was last analysed, often empty, and a planner that believes it empty
+    -- joins an array of 500,000 ids to it row by row. The backlog's claim
+    -- is bounded by flush_batch_rows.
     WITH claimed AS (
         DELETE FROM stats_queue AS q
         USING unnest(claim_ids) AS c (id)
-        WHERE q.bank_id = b AND q.id = c.id
+        WHERE q.bank_id = b AND q.id = c.id AND NOT own_transaction_only
+        RETURNING q.entity_id, q.entity_id_2, q.increment, q.event_date, q.earliest, q.recompute
+    ),
+
+    own AS (
+        DELETE FROM stats_queue AS q
+        WHERE q.bank_id = b AND q.txid = pg_current_xact_id_if_assigned() AND own_transaction_only
         RETURNING q.entity_id, q.entity_id_2, q.increment, q.event_date, q.earliest, q.recompute
     ),
 
@@ -316,7 +327,7 @@ BEGIN
             max(claimed.event_date) AS event_date,
             min(claimed.earliest) AS earliest,
             bool_or(claimed.recompute) AS recompute
-        FROM claimed
+        FROM (SELECT * FROM claimed UNION ALL SELECT * FROM own) AS claimed
         GROUP BY claimed.entity_id, claimed.entity_id_2
         ORDER BY claimed.entity_id, claimed.entity_id_2
     )
