@@ -7,6 +7,7 @@ from typing import Any, Dict
 
 from bench.banks import markdown as banks_markdown
 from bench.imports import markdown as imports_markdown
+from bench.pairs import markdown as pairs_markdown
 from bench.per_fact import markdown as per_fact_markdown
 from bench.limits import markdown as limits_markdown
 from bench.names import HUBS
@@ -56,6 +57,11 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
             value = four["mentions_per_second"]
             out[f"trigger with 4 writers at {entry['entities']:,} entities"] = {
                 "target": ">= 1000 mentions/s", "value": value, "met": value >= 1000}
+    pairs = result.get("fact_pairs", {}).get("largest_over_smallest_per_pair")
+    if pairs is not None:
+        sizes = result["fact_pairs"]["sizes"]
+        out[f"one fact: time per pair at {sizes[-1]['mentions']:,} mentions ÷ at {sizes[0]['mentions']:,}"] = {
+            "target": "<= 2.0", "value": pairs, "met": pairs <= 2.0}
     for key, where in (("per_fact", "new databases"), ("per_fact_with_data", "databases with data")):
         ratio = result.get(key, {}).get("current_over_baseline")
         if ratio is not None:
@@ -183,6 +189,8 @@ def markdown(result: Dict[str, Any]) -> str:
         lines += ["", banks_markdown(result.get("neighbours"), roles)]
     if result.get("limits"):
         lines += ["", limits_markdown(result["limits"])]
+    if result.get("fact_pairs"):
+        lines += ["", pairs_markdown(result["fact_pairs"])]
     if result.get("imports"):
         lines += ["", imports_markdown(result["imports"])]
     for key in ("per_fact", "per_fact_with_data"):

@@ -31,7 +31,8 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    run the applied statistics are checked against what was inserted
    (mention_count against the mentions, cooccurrence_count against a recount
    of the pairs in unit_entities);
-5. imports the committed corpora and a seeded 5,000-fact stream into fresh
+5. times one fact of 100, 400 and 1,000 mentions, INSERT and COMMIT, per
+   pair (``bench.pairs``); imports the committed corpora and a seeded 5,000-fact stream into fresh
    databases at the default batch, fact by fact, and with the 0.1.0 release
    (``bench.imports``): a batch is a speed knob, never a different answer;
    and replays the corpora one INSERT (one transaction) per fact, as eval
@@ -67,6 +68,7 @@ from bench.imports import measure_imports
 from bench.latency import measure_latency, probe_plan
 from bench.limits import measure_max_calls
 from bench.machine import backend_memory, machine
+from bench.pairs import measure_fact_pairs
 from bench.per_fact import measure_per_fact
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
@@ -149,6 +151,8 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                     evaluate.update_doc(evaluation_out, both)
             say("limits: the cost of a maximum-size call")
             result["limits"] = measure_max_calls(conn)
+            say("one fact of 100, 400 and 1,000 mentions: time per pair")
+            result["fact_pairs"] = measure_fact_pairs(dsn)
             if imports:
                 say("imports: corpora and a 5,000-fact stream, default batch, batch 1 and 0.1.0")
                 result["imports"] = measure_imports(dsn)

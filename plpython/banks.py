@@ -72,9 +72,15 @@ def _bank(bank_id: str, row: Optional[Dict[str, Any]]) -> Bank:
                 bool(row and row["pending"]), bool(row and row["isolated"]))
 
 
-def open_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
-    """For a writer: check bank_id, create the bank if new, read its settings, take the bank lock (share)."""
+def open_bank(plpy, bank_id: str, argument: str = "bank_id", check=None) -> Bank:
+    """For a writer: check bank_id, create the bank if new, read its settings, take the bank lock (share).
+
+    ``check(bank)`` runs on the settings as read, before a new bank is
+    created (a call over the limits is refused before it writes anything).
+    """
     rows = db.run(plpy, "bank_open", SQL_BANK_OPEN, ["text", "text"], [bank_id, argument])
+    if check is not None:
+        check(_bank(bank_id, rows[0]))
     if not rows[0]["found"]:
         db.run(plpy, "bank_create", SQL_BANK_CREATE, ["text"], [bank_id])
         rows = db.run(plpy, "bank_open", SQL_BANK_OPEN, ["text", "text"], [bank_id, argument])

@@ -82,11 +82,19 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
         extra = sum(1 for x in state.partners_of(n)
                     if state.is_new(n) or state.is_new(x) or pair(n, x) not in ctx.known)
         degree[n] = ctx.degree.get(n, 0) + extra
+    # From each candidate's partners to the names that reach them (not from
+    # every name to every candidate: a fact of N mentions has N names).
+    names_of: Dict[str, Set[str]] = {}
+    for name, entities in reach.items():
+        for n in entities:
+            names_of.setdefault(n, set()).add(name)
+    bank_partners: Dict[str, Set[str]] = {}
+    for a, b in ctx.pairs:
+        bank_partners.setdefault(a, set()).add(b)
     for c in survivors:
-        mine = state.partners_of(c.id)
         c.partners = {}
-        for name, entities in reach.items():
-            # Of the entities a name reaches, the partner seen with the fewest others.
-            partner = [degree[n] for n in entities if (c.id, n) in ctx.pairs or n in mine]
-            if partner:
-                c.partners[name] = min(partner)
+        for n in bank_partners.get(c.id, set()) | state.partners_of(c.id):
+            for name in names_of.get(n, ()):
+                # Of the entities a name reaches, the partner seen with the fewest others.
+                if name not in c.partners or degree[n] < c.partners[name]:
+                    c.partners[name] = degree[n]

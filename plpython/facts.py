@@ -8,7 +8,7 @@ ones did, linked, with one provenance row per mention (resolve.py).
 import db
 import resolve
 from errors import InputError
-from mentions import parse_mentions
+from mentions import load_mentions
 
 SQL_CHECK_BANKS = """
 SELECT count(check_bank_id(u.b, 'bank_id (inserted row ' || u.i || ')'))
@@ -25,22 +25,17 @@ SELECT coalesce((SELECT max(m.ordinal) FROM mentions AS m WHERE m.bank_id = $1 A
 """
 
 
-def fact_items(raw, where: str = ""):
-    """A fact's mention items; an item without nearby gets the fact's other mentions."""
+def fact_elements(raw, where: str = ""):
+    """A fact's mentions array as loaded (its elements are checked once the call is within its limits).
+
+    An element without nearby gets the fact's other mentions (fold.py): two
+    facts of one INSERT say nothing about each other.
+    """
     try:
-        items = parse_mentions(raw)
+        return load_mentions(raw)
     except InputError as error:
         error.argument += where
         raise
-    texts = [it["text"] for it in items]
-    for n, it in enumerate(items):
-        if it["nearby"] is None:
-            # The other mentions of the same fact: two facts of one INSERT say
-            # nothing about each other.
-            it["nearby"] = texts[:n] + texts[n + 1:]
-        it["text_argument"] += where
-        it["date_argument"] += where
-    return items
 
 
 def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
@@ -64,7 +59,8 @@ def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
         # fact among thousands can be found; the whole statement fails.
         where = " (inserted row %d)" % row_no
         calls.setdefault(bank_id, []).append(resolve.Fact(
-            unit_id, fact_items(raw, where), event_date, True, argument="mentions" + where))
+            unit_id, [], event_date, True, argument="mentions" + where, elements=fact_elements(raw, where),
+            where=where))
     # Banks in a fixed order, so that two statements spanning the same banks
     # take their locks in the same order.
     for bank_id in sorted(calls):
@@ -75,9 +71,10 @@ def retain_sql(plpy, bank_id, unit_id, mentions, event_date):
     """retain: resolve one unit's mentions, link the unit, record provenance."""
     if unit_id is None:
         raise InputError("must not be null", "unit_id", "22004")
-    items = fact_items(mentions)
+    elements = fact_elements(mentions)
     unit = db.run(plpy, "unit", SQL_UNIT, ["text", "uuid"], [bank_id, unit_id])[0]
-    fact = resolve.Fact(unit_id, items, event_date, True, unit["last_ordinal"] + 1, tuple(unit["members"]))
+    fact = resolve.Fact(unit_id, [], event_date, True, unit["last_ordinal"] + 1, tuple(unit["members"]),
+                        elements=elements)
     outcomes = resolve.resolve_call(plpy, bank_id, [fact], event_date)[0]
-    return [(i + 1, items[i]["text"], o.entity_id, o.canonical_name, o.created, o.score, o.decision)
-            for i, o in enumerate(outcomes)]
+    return [(i + 1, resolve.element_text(elements[i]), o.entity_id, o.canonical_name, o.created, o.score,
+             o.decision) for i, o in enumerate(outcomes)]

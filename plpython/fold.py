@@ -86,7 +86,12 @@ class Folded(NamedTuple):
     """Every item of a call after folding, flat, in call order."""
 
     keys: List[str]
+    # Each item's nearby names: its own, lowered, or (none given) its fact's
+    # keys, one list per fact shared by its items, the item's own key
+    # included: a mention is never its own context (scoring.distinct_nearby
+    # drops it), and a fact of N mentions costs N names, not N*(N-1).
     nearby: List[List[str]]
+    nearby_given: List[bool]
     epochs: List[Optional[float]]
     dates: List[Optional[str]]
     trigrams: Dict[str, frozenset]
@@ -147,13 +152,12 @@ def fold_facts(plpy, facts, default_event_date, probe_at: float, typed: bool) ->
     for f in facts:
         fact_spans.append(range(start, start + len(f.items)))
         start += len(f.items)
-    nearby = []
+    nearby, given = [], []
+    fact_keys = [keys[span.start:span.stop] for span in fact_spans]
     for i, it in enumerate(items):
-        if it.get("nearby") is None:
-            # No nearby given: the other mentions of the same fact.
-            nearby.append([keys[j] for j in fact_spans[fact_of[i]] if j != i])
-        else:
-            nearby.append(lowered[spans[i][0]:spans[i][1]])
+        given.append(it.get("nearby") is not None)
+        # No nearby given: the other mentions of the same fact (see Folded).
+        nearby.append(lowered[spans[i][0]:spans[i][1]] if given[-1] else fact_keys[fact_of[i]])
     types = [lowered[t].strip() if t is not None else None for t in type_at]
-    return Folded(keys, nearby, epochs, canon, {k: trigrams.parse(t) for k, t in zip(keys, tri)}, fact_of,
-                  fact_spans, types)
+    return Folded(keys, nearby, given, epochs, canon, {k: trigrams.parse(t) for k, t in zip(keys, tri)},
+                  fact_of, fact_spans, types)

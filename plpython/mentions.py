@@ -119,14 +119,45 @@ def parse_element(elem: Any, where: str) -> Dict[str, Any]:
     return item(elem["text"], where, nearby, date, resolve, where + ".text", etype)
 
 
-def parse_mentions(raw: Optional[str], argument: str = "mentions") -> List[Dict[str, Any]]:
-    """Parse a ``mentions`` jsonb argument (its text) into items; errors name the element."""
+def load_mentions(raw: Optional[str], argument: str = "mentions") -> List[Any]:
+    """A ``mentions`` jsonb argument (its text) as its list of elements, not yet checked one by one.
+
+    What a call's limits need (how many elements) before any per-mention work.
+    """
     if raw is None:
         raise InputError("must not be null", argument, "22004")
     value = load_json(raw, argument)
     if not isinstance(value, list):
         raise InputError("must be a JSON array, got %s" % type_name(value), argument)
+    return value
+
+
+def parse_elements(value: List[Any], argument: str = "mentions") -> List[Dict[str, Any]]:
+    """Check the elements of a loaded mentions array (load_mentions) into items; errors name the element."""
     return [parse_element(elem, "%s[%d]" % (argument, i)) for i, elem in enumerate(value)]
+
+
+def parse_mentions(raw: Optional[str], argument: str = "mentions") -> List[Dict[str, Any]]:
+    """Parse a ``mentions`` jsonb argument (its text) into items; errors name the element."""
+    return parse_elements(load_mentions(raw, argument), argument)
+
+
+def check_sizes(sizes: List[int], arguments: List[str], limits: Dict[str, Any]) -> None:
+    """Refuse a call or a fact with more mentions than a bank's limits allow (SQLSTATE 54000).
+
+    ``sizes``: the mentions of each fact of one call (one bank), ``arguments``
+    how errors name each fact; ``limits`` the bank's effective settings. The
+    server checks a call with it before any per-mention work, the importer
+    each line and batch before writing anything.
+    """
+    total = sum(sizes)
+    if total > limits["max_mentions_per_call"]:
+        raise InputError("%d mentions in one call; the limit is max_mentions_per_call = %d"
+                         % (total, limits["max_mentions_per_call"]), "mentions", "54000")
+    for size, argument in zip(sizes, arguments):
+        if size > limits["max_mentions_per_fact"]:
+            raise InputError("%d mentions in one fact; the limit is max_mentions_per_fact = %d"
+                             % (size, limits["max_mentions_per_fact"]), argument, "54000")
 
 
 def datetime_of(epoch: Optional[float]) -> Optional[datetime]:

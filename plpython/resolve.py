@@ -24,6 +24,7 @@ import create
 import db
 import decide
 import memory
+import mentions as mentions_mod
 import names as names_mod
 import probe
 import record
@@ -33,7 +34,7 @@ from callstate import CallState
 from candidates import View
 from errors import InputError
 from fold import Folded, fold_facts
-from mentions import check_text, check_type, datetime_of, item, parse_mentions
+from mentions import check_text, check_type, datetime_of, item, load_mentions, parse_elements
 from settings import lever
 
 # Decision codes of provenance (mentions.decision) and of lookup_mention.
@@ -56,6 +57,28 @@ class Fact(NamedTuple):
     first_ordinal: int = 1
     members: Tuple[str, ...] = ()         # entities the unit is linked to already (retain)
     argument: str = "mentions"            # how errors name the fact's mentions
+    # The mentions array as loaded (load_mentions), its elements not yet
+    # checked: they are, into items, once the call is within its limits.
+    elements: Optional[List[Any]] = None
+    where: str = ""                       # added to the arguments its errors name ("(inserted row 3)")
+
+    def size(self) -> int:
+        """How many mentions the fact carries (before or after parsing)."""
+        return len(self.items) if self.elements is None else len(self.elements)
+
+    def parsed(self) -> "Fact":
+        """The fact with its elements checked into items (an error names the element and ``where``)."""
+        if self.elements is None:
+            return self
+        try:
+            items = parse_elements(self.elements)
+        except InputError as error:
+            error.argument += self.where
+            raise
+        for it in items:
+            it["text_argument"] += self.where
+            it["date_argument"] += self.where
+        return self._replace(items=items, elements=None)
 
 
 class Outcome(NamedTuple):
@@ -72,16 +95,18 @@ class Outcome(NamedTuple):
 # -- limits --------------------------------------------------------------------------
 
 
-def check_limits(facts: List[Fact], cfg: Dict[str, Any]) -> None:
-    """Refuse a call larger than the bank's limits before any work (SQLSTATE 54000)."""
-    total = sum(len(f.items) for f in facts)
-    if total > cfg["max_mentions_per_call"]:
-        raise InputError("%d mentions in one call; the limit is max_mentions_per_call = %d"
-                         % (total, cfg["max_mentions_per_call"]), "mentions", "54000")
+def check_sizes(facts: List[Fact], cfg: Dict[str, Any]) -> None:
+    """Refuse a call or a fact larger than the bank's limits (SQLSTATE 54000) before any per-mention work.
+
+    Counted from the loaded arrays, before their elements are checked: a
+    fact's context grows with the square of its mentions.
+    """
+    mentions_mod.check_sizes([f.size() for f in facts], [f.argument for f in facts], cfg)
+
+
+def check_nearby(facts: List[Fact], cfg: Dict[str, Any]) -> None:
+    """Refuse a mention with more nearby names of its own than the bank allows (SQLSTATE 54000)."""
     for f in facts:
-        if len(f.items) > cfg["max_mentions_per_fact"]:
-            raise InputError("%d mentions in one fact; the limit is max_mentions_per_fact = %d"
-                             % (len(f.items), cfg["max_mentions_per_fact"]), f.argument, "54000")
         for it in f.items:
             if it.get("nearby_given") and len(it["nearby"]) > cfg["max_nearby_per_mention"]:
                 raise InputError("%d nearby names; the limit is max_nearby_per_mention = %d"
@@ -157,7 +182,7 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     folded, cfg = call.folded, call.cfg
     settled: Dict[int, Outcome] = {}
     screened: Dict[int, List[Any]] = {}
-    survivors, near = [], set()
+    survivors, near, live_shared = [], set(), []
     for i in folded.items_of(fact_index):
         found = direct(call, i, view, state)
         if found is not None:
@@ -176,8 +201,11 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
                 live = True
             rows.append((c, skipped))
         screened[i] = rows
-        if live:
+        if live and folded.nearby_given[i]:
             near.update(folded.nearby[i])
+        elif live:
+            live_shared.append(i)
+    near.update(_others_of_fact(folded, fact_index, live_shared))
     if survivors and near:
         context.fill_partners(call.plpy, call.bank, survivors, near, state, cfg, call.data)
     decided = {}
@@ -187,6 +215,22 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
         scores = [ev.score for ev in evaluations if ev.score is not None]
         decided[i] = (best, max(scores) if scores else None)
     return settled, decided
+
+
+def _others_of_fact(folded: Folded, fact_index: int, live: List[int]) -> Set[str]:
+    """The union, over the mentions ``live`` (without nearby of their own), of the fact's other mentions' keys.
+
+    Once per fact, not once per mention: two or more of them cover every key
+    of the fact; one covers every key but its own, unless the fact names it
+    twice.
+    """
+    if not live:
+        return set()
+    keys = folded.keys[folded.items_of(fact_index).start:folded.items_of(fact_index).stop]
+    out = set(keys)
+    if len(live) == 1 and keys.count(folded.keys[live[0]]) == 1:
+        out.discard(folded.keys[live[0]])
+    return out
 
 
 def _named(call: Call, i: int, view: View, state: CallState, scored: bool):
@@ -283,14 +327,25 @@ def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, w
 
 def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, write: bool,
                   argument: str) -> List[List[Outcome]]:
-    items = [it for f in facts for it in f.items]
-    if not items:
+    if not any(f.size() for f in facts):
         banks.check_bank(plpy, bank_id, argument)
         return [[] for _ in facts]
+    # The bank's settings first (one statement), then the limits, counted
+    # from the arrays as loaded: a call or fact over them is refused before
+    # any of its mentions is checked, folded or decided.
+    def within_limits(bank) -> None:
+        check_sizes(facts, bank.cfg)
+
+    if write:
+        bank = banks.open_bank(plpy, bank_id, argument, within_limits)
+    else:
+        bank = banks.read_bank(plpy, bank_id, argument)
+        within_limits(bank)
+    facts = [f.parsed() for f in facts]
+    items = [it for f in facts for it in f.items]
     for i, it in enumerate(items):
         check_text(it.get("text"), it.get("text_argument") or "mentions[%d].text" % i)
-    bank = banks.open_bank(plpy, bank_id, argument) if write else banks.read_bank(plpy, bank_id, argument)
-    check_limits(facts, bank.cfg)
+    check_nearby(facts, bank.cfg)
     call = _prepare(plpy, bank, facts, default_event_date)
     literal_keys = [call.folded.keys[i] for i, how in call.exact.items() if how == LITERAL]
     regular_keys = [call.folded.keys[i] for i in sorted(call.regular)]
@@ -368,11 +423,16 @@ def _call_unit() -> str:
     return str(uuid.uuid4())
 
 
+def element_text(element: Any) -> str:
+    """The text of a mentions element that parse_elements accepted (a string or an object)."""
+    return element if isinstance(element, str) else element["text"]
+
+
 def resolve_mentions_sql(plpy, bank_id, mentions, event_date):
     """resolve_mentions: one row per element, in order (the elements are one batch)."""
-    items = parse_mentions(mentions)
-    outcomes = resolve_call(plpy, bank_id, [Fact(_call_unit(), items)], event_date)[0]
-    return [(i + 1, items[i]["text"], o.entity_id, o.canonical_name, o.created, o.score)
+    elements = load_mentions(mentions)
+    outcomes = resolve_call(plpy, bank_id, [Fact(_call_unit(), [], elements=elements)], event_date)[0]
+    return [(i + 1, element_text(elements[i]), o.entity_id, o.canonical_name, o.created, o.score)
             for i, o in enumerate(outcomes)]
 
 

@@ -212,7 +212,8 @@ def _handled(fn: Callable) -> Callable:
             raise typer.Exit(EXIT_INTERRUPTED)
         if systemic and SYSTEMIC not in msg:
             msg += f" ({SYSTEMIC})"
-        line = f"error: {sqlstate}: {msg}" if sqlstate and not msg.startswith(sqlstate) else f"error: {msg}"
+        # The SQLSTATE once: a message that quotes a database error may carry it already.
+        line = f"error: {sqlstate}: {msg}" if sqlstate and f"{sqlstate}:" not in msg else f"error: {msg}"
         _err().print(Text(line, style="red"), soft_wrap=True)   # one line, however long
         code = EXIT_SYSTEMIC if systemic else EXIT_DATA
         if as_json:
@@ -1381,6 +1382,9 @@ def bench_cmd(
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
                                         "workers on this machine (per-call delegation cost, facts/s); figures into "
                                         "docs/scaling.md. Needs Citus installed (make citus).")] = False,
+    pairs: Annotated[bool, typer.Option("--pairs", help="Instead: only the time per pair of one fact of 100, 400 "
+                                        "and 1,000 mentions (INSERT and COMMIT; about a minute); prints the "
+                                        "figures, writes no file.")] = False,
     dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Time resolution and the write path on generated banks (scratch database; repository checkout only)."""
@@ -1388,6 +1392,15 @@ def bench_cmd(
         _citus_bench(writer_seconds, None if no_out else Path("docs/scaling.md"), as_json)
         return
     run_bench = _checkout_bench()
+    if pairs:
+        from bench.pairs import markdown as pairs_markdown, measure_fact_pairs
+
+        result = measure_fact_pairs(dsn or _embedded(data_dir, quiet=as_json).dsn("postgres"))
+        if as_json:
+            _print_json(result)
+        else:
+            print(pairs_markdown(result))
+        return
     try:
         parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]
     except ValueError:

@@ -119,8 +119,18 @@ def _load_server_module(name: str, siblings: Dict[str, ModuleType]) -> ModuleTyp
 @lru_cache(maxsize=None)
 def server_parser() -> ModuleType:
     """The server's mention parser, plpython/mentions.py (with the errors.py it imports)."""
-    errors = _load_server_module("errors", {})
-    return _load_server_module("mentions", {"errors": errors})
+    return _load_server_module("mentions", {"errors": _server_errors()})
+
+
+@lru_cache(maxsize=None)
+def _server_errors() -> ModuleType:
+    return _load_server_module("errors", {})
+
+
+@lru_cache(maxsize=None)
+def server_settings() -> ModuleType:
+    """The server's settings, plpython/settings.py: a bank's limits are its overrides over these defaults."""
+    return _load_server_module("settings", {"errors": _server_errors()})
 
 
 # -- errors ---------------------------------------------------------------------------
@@ -435,6 +445,15 @@ def check_dates(conn: psycopg.Connection, dates: List[str]) -> Dict[int, Tuple[s
     return out
 
 
+def bank_limits(conn: psycopg.Connection, banks: List[str], schema: str) -> Dict[str, Dict[str, Any]]:
+    """Each bank's effective settings (its stored overrides over the server's defaults; a new bank's are the defaults)."""
+    stored = dict(conn.execute(
+        sql.SQL("SELECT b.bank_id, b.settings::text FROM {}.banks AS b WHERE b.bank_id = ANY(%s)").format(
+            sql.Identifier(schema)), (banks,)).fetchall()) if banks else {}
+    effective = server_settings().effective_settings
+    return {b: effective(json.loads(stored[b]) if stored.get(b) else {}) for b in banks}
+
+
 def check_bank_ids(conn: psycopg.Connection, banks: List[str], schema: str) -> Dict[int, Tuple[str, str]]:
     """The bank ids the server refuses: index -> (reason without the key, SQLSTATE)."""
     refused, _ = _refusals(conn, _bank_query(schema), banks)
@@ -489,6 +508,7 @@ class Scan:
     banks: Set[str] = field(default_factory=set)
     warnings: List[Dict[str, Any]] = field(default_factory=list)   # {"line", "warning"}
     curated: bool = False          # a line has "entities": the file's curation is applied after its facts
+    limits: Dict[str, Dict[str, Any]] = field(default_factory=dict)   # bank -> its effective settings
 
     @property
     def bad_lines(self) -> Set[int]:
@@ -509,6 +529,8 @@ class _Checker:
         refused = check_bank_ids(self.conn, new, self.schema)
         for i, bank_id in enumerate(new):
             self.bank_verdicts[bank_id] = refused.get(i)
+        self.result.limits.update(bank_limits(self.conn, [b for i, b in enumerate(new) if i not in refused],
+                                              self.schema))
 
     def chunk(self, records: List[FactRecord], bad: List[BadLine]) -> None:
         """Finish a chunk: the database's checks, then duplicates and counts, in line order."""
@@ -527,6 +549,12 @@ class _Checker:
                 continue
             if rec.line in date_errors:
                 bad.append(date_errors[rec.line])
+                continue
+            try:
+                # The server's limits (a fact alone is a call too), before anything is written.
+                server_parser().check_sizes([len(rec.mentions)], ["mentions"], out.limits[rec.bank_id])
+            except server_parser().InputError as exc:
+                bad.append(BadLine(rec.line, str(exc), exc.sqlstate))
                 continue
             key = (rec.bank_id, rec.unit_id)
             if key in self.seen:
@@ -633,14 +661,27 @@ class ImportSummary:
         }
 
 
-def batches(records: Iterable[FactRecord], size: int) -> Iterator[List[FactRecord]]:
-    """``records`` in lists of ``size`` (the last may be shorter), read only as each list is needed."""
+def batches(records: Iterable[FactRecord], size: int,
+            limits: Optional[Dict[str, Dict[str, Any]]] = None) -> Iterator[List[FactRecord]]:
+    """``records`` in lists of ``size`` (the last may be shorter), read only as each list is needed.
+
+    ``limits`` (bank -> effective settings): a list also ends before its facts
+    of one bank would carry more mentions than that bank's
+    max_mentions_per_call, so that no statement is refused for its size (a
+    fact over the limit alone was a bad line of the validation).
+    """
     batch: List[FactRecord] = []
+    carried: Dict[str, int] = {}
     for rec in records:
+        cap = (limits or {}).get(rec.bank_id, {}).get("max_mentions_per_call")
+        if batch and cap is not None and carried.get(rec.bank_id, 0) + len(rec.mentions) > cap:
+            yield batch
+            batch, carried = [], {}
         batch.append(rec)
+        carried[rec.bank_id] = carried.get(rec.bank_id, 0) + len(rec.mentions)
         if len(batch) >= size:
             yield batch
-            batch = []
+            batch, carried = [], {}
     if batch:
         yield batch
 
@@ -718,9 +759,10 @@ def _insert(conn: psycopg.Connection, schema: sql.Identifier, batch: List[FactRe
 def _insert_within_limits(conn: psycopg.Connection, schema: sql.Identifier,
                           batch: List[FactRecord]) -> List[Tuple[str, uuid.UUID]]:
     """Insert a batch (return what _insert does); over a server limit (54xxx), insert it in halves."""
-    # A limit on mentions per call can be exceeded by a batch whose every
-    # fact is within it: the halves keep the batch's transaction (all or
-    # nothing), they only resolve in two statements instead of one.
+    # batches() cuts a batch to its banks' max_mentions_per_call, so this is
+    # for limits the validation cannot read: the halves keep the batch's
+    # transaction (all or nothing), they only resolve in two statements
+    # instead of one. A single fact refused is reported as it is (_write_batch).
     try:
         with conn.transaction():
             return _insert(conn, schema, batch)
@@ -782,6 +824,12 @@ def _write_batch(conn: psycopg.Connection, ident: sql.Identifier, batch: List[Fa
         except psycopg.Error as exc:
             if conn.closed or not is_data_error(exc):
                 raise _systemic(exc, conn, lines, summary.facts) from None
+            if (exc.sqlstate or "").startswith("54"):
+                # A limit the validation checked (a bank's settings changed
+                # since): the statement is not run again to find a culprit.
+                raise ImportFailed(
+                    f"{lines}: {exc.diag.message_primary or exc}; {summary.facts} facts were imported before "
+                    f"them, run again to resume", sqlstate=exc.sqlstate, imported=summary.facts) from None
             try:
                 rec, why = _culprit(conn, ident, batch)
             except LookupError:
@@ -854,7 +902,7 @@ def import_file(
     kept = Curation() if result.curated else None
     if kept is not None:
         records = kept.watch(records)
-    for batch in batches(records, batch_size):
+    for batch in batches(records, batch_size, result.limits):
         inserted, existing, rejected, created = _write_batch(conn, ident, batch, skip_bad, summary)
         summary.entities_created += created
         summary.batches += 1

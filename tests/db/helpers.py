@@ -86,7 +86,9 @@ def spy_on_resolver(conn: psycopg.Connection) -> Callable[[], list]:
     """Wrap resolve.resolve_call in this session; return a reader of its calls.
 
     Each call is recorded as {"bank_id", "items"} (the items of all its facts,
-    in order); the real resolver still runs.
+    in order, parsed as the resolver parses them once the call is within its
+    limits; an item without nearby of its own shows its fact's other mentions,
+    its context); the real resolver still runs.
     """
     key = "entity_resolver:" + code_version(SCHEMA)
     conn.execute(
@@ -99,7 +101,13 @@ def spy_on_resolver(conn: psycopg.Connection) -> Callable[[], list]:
         "R._spied = real\n"
         "calls = GD['write_path_test_calls'] = []\n"
         "def spy(plpy, bank_id, facts, default_event_date, **kw):\n"
-        "    calls.append({'bank_id': bank_id, 'items': [dict(i) for f in facts for i in f.items]})\n"
+        "    items = []\n"
+        "    for f in facts:\n"
+        "        parsed = f.parsed().items\n"
+        "        texts = [i['text'] for i in parsed]\n"
+        "        for n, i in enumerate(parsed):\n"
+        "            items.append(dict(i, nearby=texts[:n] + texts[n + 1:] if i['nearby'] is None else i['nearby']))\n"
+        "    calls.append({'bank_id': bank_id, 'items': items})\n"
         "    return real(plpy, bank_id, facts, default_event_date, **kw)\n"
         "R.resolve_call = spy\n"
         "$$ LANGUAGE plpython3u"

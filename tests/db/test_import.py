@@ -459,3 +459,30 @@ def test_a_lost_connection_is_a_systemic_error_and_the_rerun_resumes(conn, conne
     assert info.value.systemic and "lost the database connection" in str(info.value)
     assert info.value.imported == 5 and count(conn, "facts") == 5
     assert import_file(connect(), path, batch_size=5).facts == 7
+
+
+# -- limits, checked up front ---------------------------------------------------------
+
+def test_validation_refuses_a_fact_over_the_banks_limits_naming_line_and_limit(conn, tmp_path):
+    conn.execute("SELECT entity_resolver.configure_bank('small', '{\"max_mentions_per_call\": 5}')")
+    path = write(tmp_path / "big.jsonl", [
+        fact(1),
+        {"fact_id": "big", "bank_id": "team", "mentions": [f"name {i}" for i in range(1001)]},
+        {"fact_id": "six", "bank_id": "small", "mentions": [f"name {i}" for i in range(6)]},
+    ])
+    with pytest.raises(ImportFailed) as failed:
+        import_file(conn, path, batch_size=1)
+    assert [(b.line, b.message, b.sqlstate) for b in failed.value.bad] == [
+        (2, "mentions: 1001 mentions in one fact; the limit is max_mentions_per_fact = 1000", "54000"),
+        (3, "mentions: 6 mentions in one call; the limit is max_mentions_per_call = 5", "54000"),
+    ]
+    assert str(failed.value).count("54000") == 0 and failed.value.sqlstate == "54000"
+    assert count(conn, "facts") == 0 and count(conn, "facts", "small") == 0
+
+
+def test_batches_stay_within_the_banks_call_limit(conn, tmp_path):
+    conn.execute("SELECT entity_resolver.configure_bank('team', '{\"max_mentions_per_call\": 5}')")
+    path = write(tmp_path / "facts.jsonl", [fact(n) for n in range(4)])     # 3 mentions each
+    summary = import_file(conn, path, batch_size=10)
+    # Never a statement over the limit (refused, then run again in halves): one fact per batch.
+    assert (summary.facts, summary.batches) == (4, 4)
