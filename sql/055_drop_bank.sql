@@ -75,7 +75,9 @@ AS $$
             ELSE format('%I.%I', t.nspname, t.relname) END,
         (row_number() OVER (
             ORDER BY
-                max(d.depth), CASE t.relname WHEN 'facts' THEN 1 WHEN 'stats_queue' THEN 2 ELSE 0 END,
+                max(d.depth),
+                -- A searched CASE: pgspot (PS009) flags the simple form's implied =.
+                CASE WHEN t.relname = 'facts' THEN 1 WHEN t.relname = 'stats_queue' THEN 2 ELSE 0 END,
                 t.nspname, t.relname
         ))::integer
     FROM tables AS t INNER JOIN depth AS d ON t.oid = d.oid
