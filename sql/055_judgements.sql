@@ -405,16 +405,27 @@ BEGIN
     -- by row: Citus refuses a statement correlating a table with the rows
     -- of a set-returning function, and judgements are few.
     IF cardinality(_restore_judgements.complete_for) > 0 THEN
-        DELETE FROM entity_judgements AS j
-        WHERE
-            j.bank_id = _restore_judgements.bank_id
-            AND (
-                j.entity_a = ANY(_restore_judgements.complete_for)
-                OR j.entity_b = ANY(_restore_judgements.complete_for)
-            )
-            AND NOT coalesce(_restore_judgements.image, '[]') @> jsonb_build_array(
-                jsonb_build_object('entity_a', j.entity_a, 'entity_b', j.entity_b)
+        -- The containment test is a PL/pgSQL expression, not part of the
+        -- DELETE: Citus refuses STABLE functions over column references in
+        -- a modifying statement.
+        FOR r IN
+            SELECT j.entity_a, j.entity_b FROM entity_judgements AS j
+            WHERE
+                j.bank_id = _restore_judgements.bank_id
+                AND (
+                    j.entity_a = ANY(_restore_judgements.complete_for)
+                    OR j.entity_b = ANY(_restore_judgements.complete_for)
+                )
+        LOOP
+            CONTINUE WHEN coalesce(_restore_judgements.image, '[]') @> jsonb_build_array(
+                jsonb_build_object('entity_a', r.entity_a, 'entity_b', r.entity_b)
             );
+            DELETE FROM entity_judgements AS j
+            WHERE
+                j.bank_id = _restore_judgements.bank_id
+                AND j.entity_a = r.entity_a
+                AND j.entity_b = r.entity_b;
+        END LOOP;
     END IF;
     FOR r IN
         SELECT * FROM jsonb_populate_recordset(NULL::entity_judgements, coalesce(_restore_judgements.image, '[]'))

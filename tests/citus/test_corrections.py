@@ -261,3 +261,22 @@ def test_a_curator_corrects_its_bank_on_the_banks_worker(citus, distributed, two
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match=f"may not correct bank '{bank}'"):
             conn.execute(merge, args)
     assert exact(distributed, bank)
+
+
+def test_drop_bank_empties_every_table_of_the_bank_on_its_worker_and_leaves_the_other(distributed, two_banks):
+    dropped, kept = two_banks
+    for bank in two_banks:
+        team(distributed, bank)
+    kept_before = snapshot(distributed, kept)
+    tables = [r[0] for r in distributed.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid"
+        " WHERE c.relnamespace = %s::regnamespace AND c.relkind IN ('r', 'p') AND a.attname = 'bank_id'",
+        (SCHEMA,))]
+    plan = distributed.execute(f"SELECT {SCHEMA}.drop_bank(%s)", (dropped,)).fetchone()[0]
+    assert plan["dry_run"] is True
+    assert distributed.execute(f"SELECT count(*) FROM {SCHEMA}.facts WHERE bank_id = %s", (dropped,)).fetchone()[0]
+    distributed.execute(f"SELECT {SCHEMA}.drop_bank(%s, dry_run => false)", (dropped,))
+    for table in tables:
+        left = distributed.execute(f"SELECT count(*) FROM {SCHEMA}.{table} WHERE bank_id = %s", (dropped,)).fetchone()[0]
+        assert left == 0, table
+    assert snapshot(distributed, kept) == kept_before

@@ -20,8 +20,9 @@ TENANT_TABLES = {"banks", "entities", "unit_entities", "entity_cooccurrences", "
                  "mentions", "entity_aliases", "entity_forwards", "operations", "entity_judgements"}
 # Installation metadata and data (no bank_id): on every node.
 REFERENCE_TABLES = {"plpython_modules", "schema_migrations", "name_variants", "org_suffixes"}
-# Public functions of a bank that run on the coordinator: they change roles.
-COORDINATOR_ONLY = {"grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation"}
+# Public functions of a bank that run on the coordinator (they change roles, or
+# walk every node's tables): the build's one list.
+COORDINATOR_ONLY = set(build.COORDINATOR_FUNCTIONS)
 
 
 def bank_functions(conn) -> set[str]:
