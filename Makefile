@@ -93,7 +93,7 @@ lint-extension: extension
 		$(wildcard build/extension/entity_resolver--*--$(VERSION).sql)
 
 # The benchmark is tooling (bench/), not part of the package; options as for
-# entity-resolver bench, e.g. make bench BENCH_ARGS='--sizes 1000000 --batches 6'.
+# python -m bench (--help lists them), e.g. make bench BENCH_ARGS='--sizes 1000000 --batches 6'.
 bench: setup
 	$(PY) -m bench $(BENCH_ARGS)
 

@@ -1,6 +1,6 @@
 """Distributed speed: what a call costs when Citus delegates it, and facts/s with banks on two workers.
 
-    entity-resolver bench --citus          # or: python -m bench --citus
+    python -m bench --citus                # or: make bench BENCH_ARGS=--citus
 
 ``run_citus_bench`` starts, on this machine and in the same run, a plain
 PostgreSQL server (single node) and a Citus cluster (a coordinator and two
@@ -45,7 +45,7 @@ from entity_resolver.install import install
 
 SCHEMA = "entity_resolver"
 CORPORA = Path(__file__).resolve().parent / "corpora"
-FIGURES_START = "<!-- citus-figures:start (generated: entity-resolver bench --citus) -->"
+FIGURES_START = "<!-- citus-figures:start (generated: python -m bench --citus) -->"
 FIGURES_END = "<!-- citus-figures:end -->"
 INSERT = (f"INSERT INTO {SCHEMA}.facts (bank_id, content, mentions, event_date)"
           " VALUES (%s, %s, %s::jsonb, %s::timestamptz)")
@@ -254,7 +254,7 @@ def markdown(result: Dict[str, Any]) -> str:
     """The figures as Markdown (docs/scaling.md, between the markers)."""
     load = result["load"]
     lines = [f"Measured on this repository's machine ({result['machine']['cpus']} cores; "
-             f"{result['machine']['nodes']}; `entity-resolver bench --citus`, {result['seconds']:.0f} s).", "",
+             f"{result['machine']['nodes']}; `python -m bench --citus`, {result['seconds']:.0f} s).", "",
              "| call | single node, median (p95) | Citus, median (p95) | delegation overhead (median) |",
              "|---|---:|---:|---:|"]
     for name, r in result["per_call"].items():

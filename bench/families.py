@@ -1,4 +1,4 @@
-"""Labelled corpus families for issue 14's levers (seeded, reproducible).
+"""Labelled corpus families: nicknames, company suffixes, bare names, typed homographs (seeded, reproducible).
 
     python -m bench.families            # write the families below
     python -m bench.families --check    # fail if the files differ from a fresh run

@@ -1,4 +1,4 @@
-"""What an exact narrow path could skip (issue 16, item 1): the benchmark's keys by how they are decided.
+"""What an exact narrow path could skip: the benchmark's keys by how they are decided.
 
     python -m bench.narrow_bound                      # 100,000 entities, private cluster
     python -m bench.narrow_bound --sizes 10000,100000 --batches 10

@@ -1,8 +1,8 @@
-"""One fact of many mentions (issue 29): the write path and the flush at commit, linear in the fact's pairs.
+"""One fact of many mentions: the write path and the flush at commit, linear in the fact's pairs.
 
     python -m bench.pairs                       # private cluster, facts of 100, 400 and 1,000 mentions
     python -m bench.pairs --dsn "host=... user=postgres dbname=postgres" --sizes 100,400,1000
-    entity-resolver bench --pairs               # the same, through the command-line tool
+    python -m bench --pairs                     # the same, through the benchmark's command line
 
 A fact of N distinct new names is N(N-1)/2 pairs: the facts trigger links them
 and queues one increment per pair, and the flush at commit applies them. Each

@@ -1,4 +1,4 @@
-"""Per-fact overhead (issue 16, item 5): a fact-by-fact replay, against a baseline, in one run.
+"""Per-fact overhead: a fact-by-fact replay, against a baseline, in one run.
 
     python -m bench.per_fact                          # private cluster, baseline = BASELINE
     python -m bench.per_fact --baseline HEAD~3 --rounds 3

@@ -1,6 +1,6 @@
 """Speed: resolver batches against their bare candidate probe, and the trigger path's throughput.
 
-    python -m bench --sizes 10000 --batches 10     # the options of `entity-resolver bench`
+    python -m bench --sizes 10000 --batches 10     # python -m bench --help: the options
 
     from bench.run import run_bench                # from a repository checkout
     result = run_bench("host=127.0.0.1 port=5432 user=postgres dbname=postgres")
@@ -73,7 +73,7 @@ from bench.per_fact import measure_per_fact
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
 from bench.workloads import BATCH_MENTIONS, SCHEMA, SEED, build_bank, make_retain
-from bench.writers import FLUSH_EVERY, measure_writers, measure_writers_exact
+from bench.writers import FLUSH_EVERY, measure_writers_exact
 from entity_resolver import evaluate
 from entity_resolver.install import install
 
@@ -84,7 +84,7 @@ DEFAULT_SIZES = (10_000, 100_000)
 
 
 def _fastupdate(conn: psycopg.Connection) -> bool:
-    """Whether the trigram index keeps a GIN pending list (the default)."""
+    """Whether the trigram index keeps a GIN pending list (PostgreSQL's default; migration 0005 turns it off)."""
     opts = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'entities_name_trgm_idx'::regclass"
                         ).fetchone()[0] or []
     for opt in opts:
@@ -116,7 +116,7 @@ def _reset(conn: psycopg.Connection) -> None:
 def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path] = Path("docs/benchmarks.md"),
               *, batches: int = 30, writer_seconds: float = 12.0, writers: Sequence[int] = (1, 4),
               profile_size: Optional[int] = 100_000, profile_batches: int = 10,
-              compare_fastupdate: bool = True, compare_flush: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
+              compare_flush: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
               imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
@@ -198,18 +198,6 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                         entry["trigger_flush_stats"][str(w)] = measure_writers_exact(
                             bdsn, conn, bank, w, writer_seconds, seed + 200 + w, flush_at_commit=False)
                 entry["probe_plan_after_writes"] = probe_plan(bdsn, bank, retains[0])
-                if compare_fastupdate and _fastupdate(conn):
-                    # The same writers with the trigram index's pending list
-                    # off (docs/benchmarks.md, "Trigger path").
-                    conn.execute("ALTER INDEX entities_name_trgm_idx SET (fastupdate = off)")
-                    conn.execute("VACUUM ANALYZE entities")
-                    entry["trigger_fastupdate_off"] = {}
-                    for w in writers:
-                        say(f"{size:,} entities: {w} writer(s) for {writer_seconds:.0f} s, fastupdate off")
-                        entry["trigger_fastupdate_off"][str(w)] = measure_writers(
-                            bdsn, bank, w, writer_seconds, seed + 100 + w)
-                    entry["probe_plan_after_writes_fastupdate_off"] = probe_plan(bdsn, bank, retains[0])
-                    conn.execute("ALTER INDEX entities_name_trgm_idx SET (fastupdate = on)")
                 result["sizes"][str(size)] = entry
         if neighbours:
             result["neighbours"] = measure_neighbours(dsn, others=neighbours, batches=min(batches, 20), seed=seed,

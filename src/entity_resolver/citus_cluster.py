@@ -8,10 +8,10 @@ is made distributed with :meth:`CitusCluster.create_database`: the database on
 every node, ``CREATE EXTENSION citus`` in each, and the workers registered on
 the coordinator.
 
-It lives in the package, not under tests/, so that
-``entity-resolver bench --citus`` can start one as well; a production cluster
-is the user's own (Citus's packages or a managed service), which
-``install --distributed`` only connects to.
+It lives in the package, not under tests/, so that the benchmark
+(``python -m bench --citus``, from a checkout) can start one as well; a
+production cluster is the user's own (Citus's packages or a managed service),
+which ``install --distributed`` only connects to.
 """
 
 from __future__ import annotations

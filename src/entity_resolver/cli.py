@@ -1299,7 +1299,7 @@ def export_cmd(
                  + f") of bank {bank} to {where}")
 
 
-# -- evaluation and benchmark (thin wrappers over evaluate.py and the bench/ tooling) -
+# -- evaluation (a thin wrapper over evaluate.py) --------------------------------
 
 @_command(app, "eval")
 def eval_cmd(
@@ -1328,101 +1328,6 @@ def eval_cmd(
         _print_json(result)
     else:
         print(format_report(result))
-
-
-def _citus_bench(seconds: float, out: Optional[Path], as_json: bool) -> None:
-    """bench --citus: bench/citus.py's run_citus_bench, reported."""
-    _checkout_bench()  # the tooling is importable from here on
-    from bench.citus import markdown, run_citus_bench
-
-    err = _err()
-    result = run_citus_bench(seconds=seconds, out=out,
-                             progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
-    if as_json:
-        _print_json(result)
-        return
-    print(markdown(result))
-    if out is not None:
-        _out().print(f"figures written into {out}")
-
-
-def _checkout_bench() -> Callable[..., Dict[str, Any]]:
-    """``run_bench`` of the repository's bench/ tooling, imported only when asked for."""
-    # The benchmark is tooling at the top of the repository, not part of the
-    # package: an editable install finds it next to src/, a wheel has none.
-    checkout = Path(__file__).resolve().parents[2]
-    if (checkout / "bench" / "run.py").is_file() and str(checkout) not in sys.path:
-        sys.path.insert(0, str(checkout))
-    try:
-        from bench.run import run_bench
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("bench", "bench.run"):
-            raise  # the tooling is there but broken: show where
-        raise CliError("benchmarks run from a repository checkout (make bench); "
-                       "the bench/ tooling is not part of the installed package") from None
-    return run_bench
-
-
-@_command(app, "bench")
-def bench_cmd(
-    sizes: Annotated[str, typer.Option("--sizes", help="Bank sizes (entities), comma-separated (1000000 takes about 15 minutes more).")] = "10000,100000",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Markdown report to write.")] = Path("docs/benchmarks.md"),
-    no_out: Annotated[bool, typer.Option("--no-out", help="Write no report file (neither benchmarks.md nor evaluation.md).")] = False,
-    batches: Annotated[int, typer.Option("--batches", min=1, help="Timed batches per size.")] = 30,
-    writer_seconds: Annotated[float, typer.Option("--writer-seconds", min=0.1, help="Seconds per write-throughput run.")] = 12.0,
-    keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch database.")] = False,
-    imports: Annotated[bool, typer.Option("--imports/--no-imports", help="Also time imports: default batch, "
-                                          "batch 1 and the 0.1.0 release, and the fact-by-fact replay against the "
-                                          "version before issue 16 (about 4 minutes).")] = True,
-    accuracy: Annotated[bool, typer.Option("--accuracy/--no-accuracy", help="Also replay the committed corpora "
-                                           "under both profiles (the accuracy figures, evaluation.md; about 1.5 "
-                                           "minutes).")] = True,
-    neighbours: Annotated[int, typer.Option("--neighbours", min=0, help="Entities of 100 other banks beside a bank "
-                                            "of 1,000 in the banks-side-by-side figure (0: skip it).")] = 1_000_000,
-    citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
-                                        "workers on this machine (per-call delegation cost, facts/s); figures into "
-                                        "docs/scaling.md. Needs Citus installed (make citus).")] = False,
-    pairs: Annotated[bool, typer.Option("--pairs", help="Instead: only the time per pair of one fact of 100, 400 "
-                                        "and 1,000 mentions (INSERT and COMMIT; about a minute); prints the "
-                                        "figures, writes no file.")] = False,
-    dsn: DsnOpt = None, data_dir: DataDirOpt = None, as_json: JsonOpt = False,
-) -> None:
-    """Time resolution and the write path on generated banks (scratch database; repository checkout only)."""
-    if citus:
-        _citus_bench(writer_seconds, None if no_out else Path("docs/scaling.md"), as_json)
-        return
-    run_bench = _checkout_bench()
-    if pairs:
-        from bench.pairs import markdown as pairs_markdown, measure_fact_pairs
-
-        result = measure_fact_pairs(dsn or _embedded(data_dir, quiet=as_json).dsn("postgres"))
-        if as_json:
-            _print_json(result)
-        else:
-            print(pairs_markdown(result))
-        return
-    try:
-        parsed = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]
-    except ValueError:
-        raise CliError(f"--sizes: expected comma-separated integers, got {sizes!r}") from None
-    if dsn:
-        _check_dsn(dsn)
-    else:
-        dsn = _embedded(data_dir, quiet=as_json).dsn("postgres")
-    err = _err()
-    extra = {"evaluation_out": None} if no_out else {}
-    if not accuracy:
-        extra["corpora"] = None  # run_bench then writes no evaluation.md either
-    result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
-                       writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
-                       progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
-    if as_json:
-        _print_json(result)
-        return
-    _out().print(f"benchmark done in {result.get('seconds')} s" + ("" if no_out else f"; report: {out}"))
-    for name, target in (result.get("targets") or {}).items():
-        _out().print(f"  {name}: {target.get('value')} (target {target.get('target')}): "
-                     f"{'met' if target.get('met') else 'NOT met'}")
 
 
 # -- labels ----------------------------------------------------------------------

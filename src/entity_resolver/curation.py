@@ -15,12 +15,16 @@ bank, each one undoable there):
 4. names and aliases are made the file's: aliases not in the file removed
    (``remove_alias``), names changed (``rename_entity``, through a temporary
    name so that two entities may swap names), missing aliases added
-   (``add_alias``).
+   (``add_alias``);
+5. the pairs the file judges distinct are marked distinct (``mark_distinct``,
+   with the judgement's reason), but for those the bank already holds (a
+   re-run of the import).
 
 What cannot be reproduced is counted in ``unreproduced``: a fact holding
 mentions of two golds that the resolver gave one entity (a split moves whole
-facts), label entities (corrected in the vocabulary, not here), and entities
-with no mention in the file. Entity ids are new: ``forwards`` of the file are
+facts), label entities (corrected in the vocabulary, not here), entities with
+no mention in the file, and judgements on such an entity (or on two golds
+that are one entity here). Entity ids are new: ``forwards`` of the file are
 not carried over (ids of the exported bank mean nothing in the new one).
 """
 
@@ -60,7 +64,7 @@ class Curation:
         for bank in sorted(self.golds):
             _Bank(conn, schema, bank, self.golds[bank], self.entities[bank], done, refused).run()
         return {**{k: done[k] for k in ("splits", "merges", "forgotten", "renames", "aliases_added",
-                                        "aliases_removed", "unreproduced")},
+                                        "aliases_removed", "judgements", "unreproduced")},
                 "refused": refused}
 
 
@@ -120,6 +124,7 @@ class _Bank:
         self._split()
         self._merge_and_forget()
         self._names()
+        self._judgements()
 
     def _split(self) -> None:
         for entity, mentions in self._mentions().items():
@@ -191,3 +196,16 @@ class _Bank:
             for alias in self._row(entity)[1]:
                 if alias not in wanted and self._correct("unalias", "remove_alias", self.bank, alias):
                     self.done["aliases_removed"] += 1
+
+    def _judgements(self) -> None:
+        standing = {frozenset(pair) for pair in self.conn.execute(sql.SQL(
+            "SELECT entity_a, entity_b FROM {s}.list_judgements(%s)").format(s=self.s), (self.bank,))}
+        for gold, record in sorted(self.entities.items()):
+            for other, reason in record["distinct"]:
+                pair = (self.final.get(gold), self.final.get(other))
+                if None in pair:
+                    self.done["unreproduced"] += 1     # one of the two has no entity of its own here
+                elif frozenset(pair) not in standing and self._correct(
+                        "distinct", "mark_distinct", self.bank, *pair, reason):
+                    self.done["judgements"] += 1
+                    standing.add(frozenset(pair))

@@ -574,7 +574,7 @@ def format_report(result: Dict[str, Any]) -> str:
 # docs/evaluation.md
 # ---------------------------------------------------------------------------
 
-FIGURES_START = "<!-- figures:start (generated: entity-resolver bench, or evaluate.update_doc) -->"
+FIGURES_START = "<!-- figures:start (generated: python -m bench, or evaluate.update_doc) -->"
 FIGURES_END = "<!-- figures:end -->"
 
 

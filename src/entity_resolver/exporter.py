@@ -16,14 +16,19 @@ One JSON object per line, as :mod:`entity_resolver.importer` reads it::
 * ``entities`` (the bank's curation): the first line a mention of an entity
   appears on describes that entity, keyed as its ``gold``: its canonical
   ``name``, its ``aliases`` (as written, with where each came from) and the
-  ``forwards`` (ids merged into it; ``gold="id"`` only)::
+  ``forwards`` (ids merged into it; ``gold="id"`` only) and, when operators
+  judged it distinct from other entities (``mark_distinct``), ``distinct``: each
+  other entity by its key, with the judgement's ``reason`` (each judgement once,
+  on the record of the first of its pair in id order)::
 
       "entities": {"0b9c...": {"name": "Alex Morgan", "curated": true,
                                "aliases": [{"alias": "Alex M.", "source": "operator"}],
-                               "forwards": ["77d1..."]}}
+                               "forwards": ["77d1..."],
+                               "distinct": [{"entity": "5e21...", "reason": "two people"}]}}
 
   Importing the file reproduces them (:mod:`entity_resolver.curation`): the
-  same partition of mentions into entities, the same names and aliases.
+  same partition of mentions into entities, the same names, aliases and
+  judgements.
 * Facts come in the order they were stored (``created_at``, then the order of
   the rows of one statement), the order that makes a re-import decide as the
   bank did.
@@ -87,17 +92,31 @@ def _entities_query(schema: str) -> sql.Composed:
     ).format(s=sql.Identifier(schema))
 
 
+def _judgements_query(schema: str) -> sql.Composed:
+    return sql.SQL(
+        "SELECT j.entity_a::text, j.entity_b::text, j.reason FROM {s}.entity_judgements AS j"
+        " WHERE j.bank_id = %s AND j.judgement = 'distinct' ORDER BY j.entity_a, j.entity_b"
+    ).format(s=sql.Identifier(schema))
+
+
 def _curation(conn: psycopg.Connection, schema: str, bank_id: str, gold: str) -> Dict[str, Dict[str, Any]]:
     """Each entity of the bank as the ``entities`` key describes it, keyed as its gold."""
     out: Dict[str, Dict[str, Any]] = {}
+    keys: Dict[str, str] = {}      # entity id -> its key (its gold)
     for entity_id, name, curated, aliases, forwards in conn.execute(_entities_query(schema), (bank_id,)):
+        keys[entity_id] = entity_id if gold == "id" else name
         record: Dict[str, Any] = {"name": name, "curated": curated, "aliases": aliases}
         if gold == "id":
             record["forwards"] = forwards
-        out[entity_id if gold == "id" else name] = record
-    # HOOK(entity_judgements): once mark_distinct exists, each judgement that
-    # two entities are distinct goes here as "distinct": [key, ...] on the
-    # record of one of them, and entity_resolver.curation applies it.
+        out[keys[entity_id]] = record
+    # Each standing judgement once, on the record of the pair's first entity
+    # (entity_judgements keeps the pair in id order), naming the other by its
+    # key: entity_resolver.curation marks the two distinct again on import.
+    for entity_a, entity_b, reason in conn.execute(_judgements_query(schema), (bank_id,)):
+        judgement: Dict[str, Any] = {"entity": keys[entity_b]}
+        if reason is not None:
+            judgement["reason"] = reason
+        out[keys[entity_a]].setdefault("distinct", []).append(judgement)
     return out
 
 

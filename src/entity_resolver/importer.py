@@ -12,8 +12,9 @@ and ``event_date`` are optional; a mention may also be a bare string.
 ground truth for evaluation and is not stored. ``entities`` (written by the
 export) describes the entities whose first mention is on the line, keyed as
 their gold: a file with it is imported with its curation (the partition of its
-golds, names, aliases; :mod:`entity_resolver.curation`), applied after the facts. A fact without ``mentions`` (or
-with an empty list) is stored, linked to no entity, and counted as a warning.
+golds, names, aliases, judgements; :mod:`entity_resolver.curation`), applied
+after the facts. A fact without ``mentions`` (or with an empty list) is stored,
+linked to no entity, and counted as a warning.
 
 The import is two passes over the file. The first validates every line with
 the server's own rules, so that a line it accepts is a line the database
@@ -374,7 +375,22 @@ def _entities(raw: Any, line: int) -> Dict[str, Dict[str, Any]]:
             if not isinstance(text, str) or not text.strip():
                 raise BadLine(line, f"{where}.aliases[{i}]: must be a non-blank string or {{\"alias\": ...}}")
             texts.append(text)
-        out[key] = {"name": name, "aliases": texts}
+        out[key] = {"name": name, "aliases": texts, "distinct": _distinct(record.get("distinct", []), where, line)}
+    return out
+
+
+def _distinct(raw: Any, where: str, line: int) -> List[Tuple[str, Optional[str]]]:
+    """Check an entity record's ``distinct`` (its judgements): [(other entity's key, reason), ...]."""
+    if not isinstance(raw, list):
+        raise BadLine(line, f"{where}.distinct: must be a JSON array, got {_json_type(raw)}")
+    out = []
+    for i, item in enumerate(raw):
+        other, reason = (item.get("entity"), item.get("reason")) if isinstance(item, dict) else (item, None)
+        if not isinstance(other, str) or not other.strip():
+            raise BadLine(line, f"{where}.distinct[{i}]: must be a non-blank string or {{\"entity\": ...}}")
+        if reason is not None and not isinstance(reason, str):
+            raise BadLine(line, f"{where}.distinct[{i}].reason: must be a string, got {_json_type(reason)}")
+        out.append((other, reason))
     return out
 
 

@@ -437,7 +437,7 @@ def test_demo_does_not_overwrite_an_existing_bank_without_reset(cli):
     assert cli("demo", "--reset", "--json").exit_code == 0
 
 
-# -- evaluation and benchmark wrappers ---------------------------------------------
+# -- evaluation ---------------------------------------------------------------------
 
 def test_eval_scores_a_labelled_stream(cli, tmp_path):
     path = facts_file(tmp_path, 4)
@@ -445,17 +445,6 @@ def test_eval_scores_a_labelled_stream(cli, tmp_path):
     assert report.exit_code == 0, report.output
     data = json.loads(cli("eval", str(path), "--json").stdout)
     assert data["mentions"] == 8
-
-
-def test_bench_runs_on_a_tiny_bank(cli, pg_cluster):
-    # The corpora replay is test_accuracy's; the banks side by side at a small scale.
-    result = CliRunner().invoke(app, ["bench", "--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
-                                      "--writer-seconds", "0.2", "--no-out", "--no-imports", "--no-accuracy",
-                                      "--neighbours", "2000", "--json"], env=CLEAN_ENV)
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    assert "300" in data["sizes"] and "evaluation" not in data
-    assert data["neighbours"]["others"] == 2000 and data["neighbours"]["ratio_of_medians"] > 0
 
 
 # -- the embedded cluster -----------------------------------------------------------------

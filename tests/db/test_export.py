@@ -11,10 +11,11 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from corrections_helpers import ER, call, entity_id, insert_fact
+from corrections_helpers import ER, call, entity_id, insert_fact, team
 from entity_resolver.cli import app
 from entity_resolver.client import Client
 from entity_resolver.install import install
@@ -199,3 +200,55 @@ def test_export_then_import_into_another_database_keeps_the_curation(conn, new_d
     install(other)
     _round_trip(conn, other, tmp_path)
     assert curated_partition(other, "copy") == expected
+
+
+# -- judgements: export -> import keeps what operators said apart ------------------------
+
+def judged_names(conn, bank):
+    """The bank's judgements as (the pair's names, reason): the pair's order is its ids'."""
+    return [(frozenset(r[:2]), r[2]) for r in conn.execute(
+        f"SELECT name_a, name_b, reason FROM {ER}.list_judgements(%s)", (bank,))]
+
+
+@pytest.mark.parametrize("gold", ["id", "name"])
+def test_a_judgement_survives_export_and_import_and_still_refuses_the_merge(conn, tmp_path, gold):
+    team(conn)
+    call(conn, "mark_distinct", "team", entity_id(conn, "team", "Alex Kim"), entity_id(conn, "team", "Alex Morgan"),
+         "two people")
+    path = tmp_path / "team.jsonl"
+    path.write_text(_export(conn, "team", gold=gold), encoding="utf-8")
+    summary = import_file(conn, path, bank="copy", batch_size=2)
+    assert summary.curation["judgements"] == 1 and summary.curation["refused"] == [], summary.curation
+    assert judged_names(conn, "copy") == [({"Alex Kim", "Alex Morgan"}, "two people")]
+    # Marked through mark_distinct: ledgered in the new bank.
+    assert conn.execute(f"SELECT kind, reason FROM {ER}.operations WHERE bank_id = 'copy' AND kind = 'mark_distinct'"
+                        ).fetchall() == [("mark_distinct", "two people")]
+    with pytest.raises(psycopg.errors.ExclusionViolation):
+        with conn.transaction():
+            call(conn, "merge_entities", "copy", [entity_id(conn, "copy", "Alex Kim")],
+                 entity_id(conn, "copy", "Alex Morgan"))
+    # Imported again (a resumed run), the judgement is not marked twice.
+    again = import_file(conn, path, bank="copy", batch_size=2)
+    assert (again.curation["judgements"], again.curation["refused"]) == (0, [])
+    assert judged_names(conn, "copy") == [({"Alex Kim", "Alex Morgan"}, "two people")]
+
+
+def test_the_export_writes_each_judgement_once_on_the_first_entity_of_its_pair(conn):
+    ids = team(conn)
+    call(conn, "mark_distinct", "team", ids["Alex Morgan"], ids["Alex Kim"])
+    records = {}
+    for line in _export(conn, "team").splitlines():
+        records.update(json.loads(line).get("entities", {}))
+    first, second = sorted([ids["Alex Kim"], ids["Alex Morgan"]])
+    assert records[first]["distinct"] == [{"entity": second}]
+    assert [key for key, record in records.items() if "distinct" in record] == [first]
+
+
+def test_a_judgement_on_an_entity_the_file_does_not_mention_is_unreproduced(conn, tmp_path):
+    path = tmp_path / "partial.jsonl"
+    path.write_text(json.dumps({"fact_id": "f1", "bank_id": "copy", "mentions": [{"text": "Alex Kim", "gold": "a"}],
+                                "entities": {"a": {"name": "Alex Kim", "aliases": [], "distinct": ["ghost"]}}})
+                    + "\n", encoding="utf-8")
+    summary = import_file(conn, path)
+    assert (summary.curation["judgements"], summary.curation["unreproduced"]) == (0, 1), summary.curation
+    assert judged_names(conn, "copy") == []

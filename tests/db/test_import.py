@@ -109,6 +109,12 @@ def test_a_fact_id_that_is_a_uuid_is_kept():
     ('{"fact_id": "f", "bank_id": "b", "mentions": ["Zo\\ud800"]}',
      "mentions[0]: contains an unpaired surrogate (\\ud800), which is not valid Unicode"),
     ('{"fact_id": "f\\udfff", "bank_id": "b"}', "fact_id: contains an unpaired surrogate (\\udfff)"),
+    ('{"fact_id": "f", "bank_id": "b", "entities": {"a": {"name": "A", "distinct": "b"}}}',
+     'entities["a"].distinct: must be a JSON array, got string'),
+    ('{"fact_id": "f", "bank_id": "b", "entities": {"a": {"name": "A", "distinct": [{"reason": "x"}]}}}',
+     'entities["a"].distinct[0]: must be a non-blank string or {"entity": ...}'),
+    ('{"fact_id": "f", "bank_id": "b", "entities": {"a": {"name": "A", "distinct": [{"entity": "b", "reason": 1}]}}}',
+     'entities["a"].distinct[0].reason: must be a string, got number'),
 ])
 def test_a_bad_line_is_reported_with_its_key_and_problem(line, problem):
     with pytest.raises(BadLine) as info:

@@ -1,0 +1,29 @@
+"""The benchmark's command line (bench/cli.py, ``python -m bench``, ``make bench``): the
+tooling's own entry point, outside the product (tests/unit/test_product_boundary.py)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from bench.cli import app
+
+CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
+
+
+def test_bench_runs_on_a_tiny_bank(pg_cluster):
+    # The corpora replay is test_accuracy's; the banks side by side at a small scale.
+    result = CliRunner().invoke(app, ["--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
+                                      "--writer-seconds", "0.2", "--no-out", "--no-imports", "--no-accuracy",
+                                      "--neighbours", "2000", "--json"], env=CLEAN_ENV)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert "300" in data["sizes"] and "evaluation" not in data
+    assert data["neighbours"]["others"] == 2000 and data["neighbours"]["ratio_of_medians"] > 0
+
+
+def test_a_bad_size_is_one_error_line_and_exit_status_1(pg_cluster):
+    result = CliRunner().invoke(app, ["--dsn", pg_cluster.dsn(), "--sizes", "ten", "--no-out"], env=CLEAN_ENV)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "error: --sizes: expected comma-separated integers, got 'ten'"
