@@ -107,3 +107,33 @@ def test_a_bad_bank_is_refused(conn, bank_id, error, message):
 def test_a_bad_max_results_is_refused(conn, max_results):
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="^max_results: must be between 1 and 100000"):
         queue(conn, "chen", max_results)
+
+
+def test_the_client_and_the_cli_show_the_queue_and_dismiss(conn, chen):
+    import json
+
+    from typer.testing import CliRunner
+
+    from entity_resolver.cli import app
+    from entity_resolver.client import Client
+
+    i = conn.info
+    dsn = f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
+    with Client(dsn) as er:
+        [item] = [r for r in er.review("chen") if r.kind == "likely_duplicate"]
+    assert sorted(item.names) == ["Sara Chen", "Sarah Chen"] and "merge_entities" in item.fix
+    env = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "300"}
+
+    def cli(*args):
+        return CliRunner().invoke(app, [*args, "--dsn", dsn], env=env, catch_exceptions=False)
+
+    shown = cli("review", "chen", "--limit", "5")
+    assert shown.exit_code == 0, shown.output
+    assert "likely_duplicate" in shown.stdout and "Sara Chen" in shown.stdout
+    rows = json.loads(cli("review", "chen", "--json").stdout)
+    assert [r["item"] for r in rows] == [item.item]
+    done = cli("dismiss", "chen", item.item, "--reason", "checked")
+    assert done.exit_code == 0, done.output
+    empty = cli("review", "chen")
+    assert empty.exit_code == 0 and "has nothing to review" in empty.stderr
+    assert cli("review", "chen", "--limit", "0").exit_code != 0
