@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from corrections_helpers import ER, call, entity_id, insert_fact
+from test_curation import connect_as, grant, roles  # noqa: F401  (fixtures)
 
 
 def queue(conn, bank_id="chen", max_results=50):
@@ -137,3 +138,19 @@ def test_the_client_and_the_cli_show_the_queue_and_dismiss(conn, chen):
     empty = cli("review", "chen")
     assert empty.exit_code == 0 and "has nothing to review" in empty.stderr
     assert cli("review", "chen", "--limit", "0").exit_code != 0
+
+
+def test_a_bank_user_may_read_the_queue_and_only_a_curator_dismiss(conn, chen, roles, connect_as):  # noqa: F811
+    bob = roles()
+    conn.execute(f"SELECT {ER}.grant_bank_access('chen', %s)", (bob,))
+    b = connect_as(bob)
+    [item] = duplicates(b)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="^bank_id: role .* may not correct bank 'chen'"):
+        b.execute(f"SELECT {ER}.dismiss_review('chen', %s)", (item["item"],))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        b.execute(f"INSERT INTO {ER}.review_dismissals (bank_id, item, evidence) VALUES ('chen', %s, 99)",
+                  (item["item"],))
+    assert duplicates(conn) == [item]
+    grant(conn, "chen", bob)
+    b.execute(f"SELECT {ER}.dismiss_review('chen', %s)", (item["item"],))
+    assert duplicates(b) == [] and duplicates(conn) == []
