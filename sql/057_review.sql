@@ -13,6 +13,11 @@
 --   entity); the fix is the split of the smaller group's facts.
 -- Evidence is read from the record (unit_entities), not from the flushed
 -- statistics, so a fact just written counts at once.
+-- Cost: the pairs of close names are found by comparing every two entities
+-- of one type in the bank (similarity(), not the trigram index: the index's
+-- operator class differs between a single node and Citus, migration 0012),
+-- and partners by joining the bank's links; a review of a large bank is a
+-- batch job, not a request path.
 --
 -- A dismissed item (review_dismissals) stays out of the queue while its
 -- evidence fingerprint (shared partners, facts of the smaller group) is not
