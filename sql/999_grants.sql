@@ -455,6 +455,7 @@ BEGIN
             ('entity_forwards', 'SELECT', both_roles),
             ('operations', 'SELECT', both_roles),
             ('entity_judgements', 'SELECT', both_roles),
+            ('review_dismissals', 'SELECT', both_roles),
             ('name_variants', 'SELECT', both_roles),
             ('org_suffixes', 'SELECT', both_roles),
             ('plpython_modules', 'SELECT', both_roles),
@@ -467,6 +468,7 @@ BEGIN
             ('entity_forwards', 'INSERT, DELETE, UPDATE (new_id)', quote_ident(curator)),
             ('operations', 'INSERT, UPDATE (undone_at, undone_by)', quote_ident(curator)),
             ('entity_judgements', 'INSERT, DELETE', quote_ident(curator)),
+            ('review_dismissals', 'INSERT, UPDATE (evidence, reason, dismissed_at, dismissed_by)', quote_ident(curator)),
             ('bank_roles', 'SELECT', quote_ident(curator))
         ) AS t (tbl, privileges, grantees)
     LOOP

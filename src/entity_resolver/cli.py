@@ -1176,6 +1176,37 @@ def judgements_cmd(
         _err().print(f"bank {bank!r} has no judgements" + (f" of {entity!r}" if entity else ""))
 
 
+@_command(app, "review")
+def review_cmd(
+    bank: BankArg,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many items.")] = 50,
+    *, db: DbOptions,
+) -> None:
+    """What to review: likely duplicates and over-merges, each with the dry run that fixes it."""
+    with db.client() as er:
+        rows = _existing(er, bank, er.review(bank, limit=limit))
+    if db.as_json:
+        _print_json(rows)
+        return
+    table = _table(f"review of bank {bank}", ("kind", "score", "entities", "why", "fix", "item"), overflow="fold")
+    for r in rows:
+        table.add_row(r.kind, str(r.score), ", ".join(r.names), str(r.evidence.get("why", "")), r.fix, r.item)
+    _out().print(table)
+    if not rows:
+        _err().print(f"bank {bank!r} has nothing to review")
+
+
+@_command(app, "dismiss")
+def dismiss_cmd(
+    bank: BankArg,
+    item: Annotated[str, typer.Argument(help="The item key (entity-resolver review lists them).")],
+    reason: ReasonOpt = None,
+    *, db: DbOptions,
+) -> None:
+    """Dismiss a review item: it stays out of the review until its evidence grows."""
+    _correct(bank, lambda er: er.dismiss_review(bank, item, reason=reason), db)
+
+
 @_command(app, "undo")
 def undo_cmd(
     bank: BankArg,

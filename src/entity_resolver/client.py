@@ -148,6 +148,19 @@ class Judgement:
 
 
 @dataclass(frozen=True)
+class ReviewItem:
+    """Something an operator should look at (a row of review_queue), with the dry run that fixes it."""
+
+    item: str                   # the key dismiss_review takes
+    kind: str                   # likely_duplicate, likely_over_merge
+    score: float               # numeric in SQL; a float here (JSON has no decimal)
+    entity_ids: List[uuid.UUID]
+    names: List[str]
+    evidence: Dict[str, Any]
+    fix: str                    # a dry-run call, valid SQL
+
+
+@dataclass(frozen=True)
 class FlushResult:
     entities_updated: int
     pairs_updated: int
@@ -572,6 +585,18 @@ class Client:
                 "SELECT entity_a, name_a, entity_b, name_b, judgement, reason, created_at, created_by"
                 " FROM {s}.list_judgements(%s, %s)"), (bank_id, one)).fetchall()
         return [Judgement(*r) for r in rows]
+
+    def review(self, bank_id: str, *, limit: int = 50) -> List[ReviewItem]:
+        """What to review in the bank, best first (review_queue)."""
+        with self._connection() as conn:
+            rows = conn.execute(self._q(
+                "SELECT item, kind, score, entity_ids, names, evidence, fix FROM {s}.review_queue(%s, %s)"),
+                (bank_id, limit)).fetchall()
+        return [ReviewItem(r[0], r[1], float(r[2]), *r[3:]) for r in rows]
+
+    def dismiss_review(self, bank_id: str, item: str, *, reason: Optional[str] = None) -> Dict[str, Any]:
+        """Dismiss a review item until its evidence grows (dismiss_review)."""
+        return self._correct("SELECT {s}.dismiss_review(%s, %s, %s)", lambda c: (bank_id, item, reason))
 
     def undo(self, bank_id: str, operation_id: int) -> Dict[str, Any]:
         """Undo an operation (undo_operation)."""

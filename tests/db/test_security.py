@@ -41,6 +41,7 @@ EXPECTED_TABLE_PRIVILEGES = {
     "entity_forwards": {"SELECT"},
     "operations": {"SELECT"},
     "entity_judgements": {"SELECT"},
+    "review_dismissals": {"SELECT"},
     "plpython_modules": {"SELECT"},
     "name_variants": {"SELECT"},
     "org_suffixes": {"SELECT"},
@@ -59,6 +60,8 @@ EXPECTED_CURATOR_PRIVILEGES = {
     "entity_forwards": {"INSERT", "DELETE", "UPDATE(new_id)"},
     "operations": {"INSERT", "UPDATE(undone_at)", "UPDATE(undone_by)"},
     "entity_judgements": {"INSERT", "DELETE"},
+    "review_dismissals": {"INSERT", "UPDATE(evidence)", "UPDATE(reason)", "UPDATE(dismissed_at)",
+                          "UPDATE(dismissed_by)"},
     "bank_roles": {"SELECT"},
 }
 ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access", "grant_curation", "revoke_curation",

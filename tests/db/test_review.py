@@ -1,0 +1,156 @@
+"""The review queue (docs/corrections.md): review_queue ranks likely duplicates and
+likely over-merges, each with the dry run that fixes it; dismiss_review hides an
+item until its evidence grows."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from corrections_helpers import ER, call, entity_id, insert_fact
+from test_curation import connect_as, grant, roles  # noqa: F401  (fixtures)
+
+
+def queue(conn, bank_id="chen", max_results=50):
+    return [dict(zip(("item", "kind", "score", "entity_ids", "names", "evidence", "fix"), r)) for r in conn.execute(
+        f"SELECT item, kind, score, entity_ids, names, evidence, fix FROM {ER}.review_queue(%s, %s)",
+        (bank_id, max_results))]
+
+
+def duplicates(conn, bank_id="chen"):
+    return [r for r in queue(conn, bank_id) if r["kind"] == "likely_duplicate"]
+
+
+@pytest.fixture
+def chen(conn):
+    """Sarah Chen and Sara Chen: one person written two ways, two entities (a split
+    made the second), each with facts about Acme and Priya."""
+    units = [insert_fact(conn, "chen", ["Sarah Chen", "Acme", "Priya"], fact_id="f1"),
+             insert_fact(conn, "chen", ["Sarah Chen", "Acme", "Oslo"], fact_id="f2"),
+             insert_fact(conn, "chen", ["Sarah Chen", "Acme", "Priya"], fact_id="f3")]
+    sarah = entity_id(conn, "chen", "Sarah Chen")
+    call(conn, "split_entity", "chen", sarah, [units[2]], "Sara Chen")
+    return {"units": units, "sarah": sarah, "sara": entity_id(conn, "chen", "Sara Chen")}
+
+
+def test_a_close_name_with_shared_partners_is_a_likely_duplicate(conn, chen):
+    [item] = duplicates(conn)
+    assert sorted(item["names"]) == ["Sara Chen", "Sarah Chen"]
+    assert sorted(map(str, item["entity_ids"])) == sorted([chen["sarah"], chen["sara"]])
+    assert item["evidence"]["shared_partners"] == 2 and item["score"] > 0
+    # The fix is a valid dry run: the merge of the one with fewer mentions.
+    before = conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = 'chen'").fetchone()[0]
+    plan = conn.execute(item["fix"].rstrip(";")).fetchone()[0]
+    assert plan["dry_run"] is True and plan["kind"] == "merge"
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = 'chen'").fetchone()[0] == before
+
+
+def test_a_pair_judged_distinct_is_not_an_item(conn, chen):
+    call(conn, "mark_distinct", "chen", chen["sarah"], chen["sara"])
+    assert duplicates(conn) == []
+
+
+def test_a_pair_of_two_types_is_not_an_item(conn):
+    insert_fact(conn, "types", [{"text": "Jordan", "type": "person"}, "Acme"])
+    insert_fact(conn, "types", [{"text": "Jordan", "type": "place"}, "Acme"])
+    assert duplicates(conn, "types") == []
+
+
+def test_a_dismissed_item_stays_out_until_new_shared_evidence(conn, chen):
+    [item] = duplicates(conn)
+    done = call(conn, "dismiss_review", "chen", item["item"], reason="checked")
+    assert done["item"] == item["item"] and done["evidence"] == 2
+    assert duplicates(conn) == []
+    # A fact sharing a partner already shared adds nothing new.
+    insert_fact(conn, "chen", ["Sarah Chen", "Priya"])
+    assert duplicates(conn) == []
+    # A new partner in common brings it back.
+    insert_fact(conn, "chen", ["Sarah Chen", "Berlin"])
+    insert_fact(conn, "chen", ["Sara Chen", "Berlin"])
+    [back] = duplicates(conn)
+    assert back["item"] == item["item"] and back["evidence"]["shared_partners"] == 3
+
+
+def test_dismissing_an_unknown_item_is_refused(conn, chen):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="^item: 'likely_duplicate:x:y' is not an item"):
+        call(conn, "dismiss_review", "chen", "likely_duplicate:x:y")
+    with pytest.raises(psycopg.errors.NullValueNotAllowed, match="^item: must not be null"):
+        call(conn, "dismiss_review", "chen", None)
+
+
+def test_an_over_merge_shows_the_smaller_group(conn):
+    a = [insert_fact(conn, "om", ["Alex Kim", "React", "Sprint 14"], fact_id="k1"),
+         insert_fact(conn, "om", ["Alex Kim", "React", "Oslo"], fact_id="k2")]
+    b = [insert_fact(conn, "om", ["Alex Morgan", "Acme", "renewal"], fact_id="m1")]
+    kim, morgan = entity_id(conn, "om", "Alex Kim"), entity_id(conn, "om", "Alex Morgan")
+    call(conn, "merge_entities", "om", [morgan], kim)
+    [item] = [r for r in queue(conn, "om") if r["kind"] == "likely_over_merge"]
+    assert [str(x) for x in item["entity_ids"]] == [kim]
+    assert item["evidence"]["fact_ids"] == ["m1"] and item["evidence"]["unit_ids"] == b
+    assert item["evidence"]["groups"] == 2 and item["evidence"]["facts"] == 3
+    plan = conn.execute(item["fix"].rstrip(";")).fetchone()[0]
+    assert plan["dry_run"] is True and plan["kind"] == "split"
+    assert b[0] in item["fix"] and not any(u in item["fix"] for u in a)  # the larger group stays
+
+
+@pytest.mark.parametrize("bank_id, error, message", [
+    (None, psycopg.errors.NullValueNotAllowed, "^bank_id: must not be null"),
+    ("  ", psycopg.errors.InvalidParameterValue, "^bank_id: must not be empty or blank"),
+])
+def test_a_bad_bank_is_refused(conn, bank_id, error, message):
+    with pytest.raises(error, match=message):
+        queue(conn, bank_id)
+    with pytest.raises(error, match=message):
+        call(conn, "dismiss_review", bank_id, "likely_duplicate:x:y")
+
+
+@pytest.mark.parametrize("max_results", [0, -1, None])
+def test_a_bad_max_results_is_refused(conn, max_results):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="^max_results: must be between 1 and 100000"):
+        queue(conn, "chen", max_results)
+
+
+def test_the_client_and_the_cli_show_the_queue_and_dismiss(conn, chen):
+    import json
+
+    from typer.testing import CliRunner
+
+    from entity_resolver.cli import app
+    from entity_resolver.client import Client
+
+    i = conn.info
+    dsn = f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
+    with Client(dsn) as er:
+        [item] = [r for r in er.review("chen") if r.kind == "likely_duplicate"]
+    assert sorted(item.names) == ["Sara Chen", "Sarah Chen"] and "merge_entities" in item.fix
+    env = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "300"}
+
+    def cli(*args):
+        return CliRunner().invoke(app, [*args, "--dsn", dsn], env=env, catch_exceptions=False)
+
+    shown = cli("review", "chen", "--limit", "5")
+    assert shown.exit_code == 0, shown.output
+    assert "likely_duplicate" in shown.stdout and "Sara Chen" in shown.stdout
+    rows = json.loads(cli("review", "chen", "--json").stdout)
+    assert [r["item"] for r in rows] == [item.item]
+    done = cli("dismiss", "chen", item.item, "--reason", "checked")
+    assert done.exit_code == 0, done.output
+    empty = cli("review", "chen")
+    assert empty.exit_code == 0 and "has nothing to review" in empty.stderr
+    assert cli("review", "chen", "--limit", "0").exit_code != 0
+
+
+def test_a_bank_user_may_read_the_queue_and_only_a_curator_dismiss(conn, chen, roles, connect_as):  # noqa: F811
+    bob = roles()
+    conn.execute(f"SELECT {ER}.grant_bank_access('chen', %s)", (bob,))
+    b = connect_as(bob)
+    [item] = duplicates(b)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="^bank_id: role .* may not correct bank 'chen'"):
+        b.execute(f"SELECT {ER}.dismiss_review('chen', %s)", (item["item"],))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        b.execute(f"INSERT INTO {ER}.review_dismissals (bank_id, item, evidence) VALUES ('chen', %s, 99)",
+                  (item["item"],))
+    assert duplicates(conn) == [item]
+    grant(conn, "chen", bob)
+    b.execute(f"SELECT {ER}.dismiss_review('chen', %s)", (item["item"],))
+    assert duplicates(b) == [] and duplicates(conn) == []
