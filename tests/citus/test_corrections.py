@@ -280,3 +280,17 @@ def test_drop_bank_empties_every_table_of_the_bank_on_its_worker_and_leaves_the_
         left = distributed.execute(f"SELECT count(*) FROM {SCHEMA}.{table} WHERE bank_id = %s", (dropped,)).fetchone()[0]
         assert left == 0, table
     assert snapshot(distributed, kept) == kept_before
+
+
+def test_the_review_queue_finds_an_over_merge_on_the_banks_worker_and_a_dismissal_hides_it(distributed, two_banks):
+    # Oslo's one fact shares no partner with renewal's two: merged, they are two groups.
+    for bank in two_banks:
+        ids = team(distributed, bank)
+        distributed.execute(f"SELECT {SCHEMA}.merge_entities(%s, %s, %s, false, 'test')",
+                            (bank, [ids["Oslo"]], ids["renewal"]))
+        queue = f"SELECT item, kind, entity_ids FROM {SCHEMA}.review_queue(%s)"
+        rows = on_its_worker(distributed, bank, queue, (bank,))
+        over = [r for r in rows if r[1] == "likely_over_merge" and ids["renewal"] in r[2]]
+        assert over, rows
+        correct(distributed, bank, f"SELECT {SCHEMA}.dismiss_review(%s, %s)", (bank, over[0][0]))
+        assert over[0][0] not in {r[0] for r in distributed.execute(queue, (bank,))}
