@@ -175,18 +175,8 @@ DECLARE
     missing uuid;
 BEGIN
     PERFORM check_bank_id(link_unit.bank_id);
-    IF link_unit.unit_id IS NULL THEN
-        RAISE EXCEPTION 'unit_id: must not be null'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF link_unit.entity_ids IS NULL THEN
-        RAISE EXCEPTION 'entity_ids: must be an array of entity ids, got NULL'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(link_unit.entity_ids, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'entity_ids: element % is NULL', array_position(link_unit.entity_ids, NULL)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM _check_not_null(link_unit.unit_id, 'unit_id');
+    PERFORM _check_id_array(link_unit.entity_ids, 'entity_ids', 'entity');
     -- An id of another bank (or of nothing) would otherwise surface as a
     -- foreign-key violation on unit_entities; name the argument instead.
     SELECT i.id
