@@ -29,12 +29,12 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 BEGIN
-    -- The key of plpython/locks.py (BANK, hashtext(bank_id)); held until
-    -- the transaction ends.
+    -- The key of plpython/locks.py (BANK, rendered as bank_lock by
+    -- build.py; hashtext(bank_id)); held until the transaction ends.
     IF exclusive THEN
-        PERFORM pg_advisory_xact_lock(1162018817, hashtext(_lock_bank.bank_id));
+        PERFORM pg_advisory_xact_lock({{ bank_lock }}, hashtext(_lock_bank.bank_id));
     ELSE
-        PERFORM pg_advisory_xact_lock_shared(1162018817, hashtext(_lock_bank.bank_id));
+        PERFORM pg_advisory_xact_lock_shared({{ bank_lock }}, hashtext(_lock_bank.bank_id));
     END IF;
 END;
 $$;

@@ -2213,11 +2213,7 @@ AS $$
 BEGIN
     PERFORM check_bank_id(operation_history.bank_id);
     PERFORM _require_bank(operation_history.bank_id);
-    IF operation_history.max_results IS NULL OR operation_history.max_results NOT BETWEEN 1 AND 100000 THEN
-        RAISE EXCEPTION 'max_results: must be between 1 and 100000, got %',
-            coalesce(operation_history.max_results::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM _check_max_results(operation_history.max_results);
     RETURN QUERY
     SELECT
         o.id,
