@@ -5,8 +5,9 @@ one SQL rule (check_bank_id) and reads the bank's settings and lowered label
 config, creating the bank on first use when the call writes.
 """
 
+import contextlib
 import json
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, Iterator, NamedTuple, Optional
 
 import db
 import labels
@@ -96,6 +97,22 @@ def read_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
 def check_bank(plpy, bank_id: str, argument: str = "bank_id") -> None:
     """Check bank_id with the SQL rule (for entry points that read nothing else first)."""
     db.run(plpy, "bank_check", SQL_BANK_CHECK, ["text", "text"], [bank_id, argument])
+
+
+@contextlib.contextmanager
+def bank_id_first(plpy, bank_id: str) -> Iterator[None]:
+    """Check other arguments before the bank is read, yet answer a bad bank_id first.
+
+    An entry point checks its other arguments in Python before its first
+    statement reads the bank (and checks bank_id); a refused argument then
+    checks bank_id too, so a bad bank_id gets check_bank_id's answer from every
+    function whatever else is wrong (tests/db/test_argument_rules.py), and a
+    good call runs no statement more."""
+    try:
+        yield
+    except InputError:
+        check_bank(plpy, bank_id)
+        raise
 
 
 # -- changing a bank -----------------------------------------------------------

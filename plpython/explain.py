@@ -73,8 +73,9 @@ def _probed(plpy, bank_id, key, forms, cfg):
 def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     """Return explain_mention's rows: every candidate with its signals and decision."""
     db.start_call()
-    check_text(mention, "mention")
-    check_type(mention_type, "mention_type")
+    with banks.bank_id_first(plpy, bank_id):
+        check_text(mention, "mention")
+        check_type(mention_type, "mention_type")
     bank = banks.read_bank(plpy, bank_id)
     cfg = bank.cfg
     data = banks.name_data(plpy, cfg)

@@ -5,6 +5,7 @@ of one bank are one call: resolved in that order, each seeing what the earlier
 ones did, linked, with one provenance row per mention (resolve.py).
 """
 
+import banks
 import db
 import resolve
 from errors import InputError
@@ -69,9 +70,10 @@ def resolve_and_link_facts_sql(plpy, bank_ids, ids, mentions, event_dates):
 
 def retain_sql(plpy, bank_id, unit_id, mentions, event_date):
     """retain: resolve one unit's mentions, link the unit, record provenance."""
-    if unit_id is None:
-        raise InputError("must not be null", "unit_id", "22004")
-    elements = fact_elements(mentions)
+    with banks.bank_id_first(plpy, bank_id):
+        if unit_id is None:
+            raise InputError("must not be null", "unit_id", "22004")
+        elements = fact_elements(mentions)
     unit = db.run(plpy, "unit", SQL_UNIT, ["text", "uuid"], [bank_id, unit_id])[0]
     fact = resolve.Fact(unit_id, [], event_date, True, unit["last_ordinal"] + 1, tuple(unit["members"]),
                         elements=elements)

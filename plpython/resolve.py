@@ -430,7 +430,8 @@ def element_text(element: Any) -> str:
 
 def resolve_mentions_sql(plpy, bank_id, mentions, event_date):
     """resolve_mentions: one row per element, in order (the elements are one batch)."""
-    elements = load_mentions(mentions)
+    with banks.bank_id_first(plpy, bank_id):
+        elements = load_mentions(mentions)
     outcomes = resolve_call(plpy, bank_id, [Fact(_call_unit(), [], elements=elements)], event_date)[0]
     return [(i + 1, element_text(elements[i]), o.entity_id, o.canonical_name, o.created, o.score)
             for i, o in enumerate(outcomes)]
@@ -448,14 +449,16 @@ def _single(mention, nearby, resolve, etype=None):
 
 def resolve_mention_sql(plpy, bank_id, mention, nearby, event_date, resolve):
     """resolve_mention: the one mention's row (a write: provenance and statistics)."""
-    it = _single(mention, nearby, resolve)
+    with banks.bank_id_first(plpy, bank_id):
+        it = _single(mention, nearby, resolve)
     o = resolve_call(plpy, bank_id, [Fact(_call_unit(), [it])], event_date)[0][0]
     return [(o.entity_id, o.canonical_name, o.created, o.score)]
 
 
 def lookup_mention_sql(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     """lookup_mention: what resolve_mention would decide, writing nothing."""
-    it = _single(mention, nearby, True, mention_type)
+    with banks.bank_id_first(plpy, bank_id):
+        it = _single(mention, nearby, True, mention_type)
     o = resolve_call(plpy, bank_id, [Fact("", [it])], event_date, write=False)[0][0]
     if o.created:
         return [(None, None, o.score, NEW)]

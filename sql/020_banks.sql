@@ -72,6 +72,27 @@ COMMENT ON FUNCTION {{ internal }}._check_text(text, text, integer) IS
 'Internal: the rule for a text argument that names something (not null, not blank, at most max_length '
 'characters); returns it or raises an error naming the argument.';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._check_range(value integer, argument text, low integer, high integer)
+RETURNS integer
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    IF value IS NULL OR value NOT BETWEEN low AND high THEN
+        RAISE EXCEPTION '%: must be between % and %, got %', argument, low, high, coalesce(value::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN value;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._check_range(integer, text, integer, integer) IS
+'Internal: the rule for a bounded whole-number argument (low to high, not null); returns it or raises an error '
+'naming the argument (22023).';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._check_max_results(max_results integer, argument text DEFAULT 'max_results')
 RETURNS integer
 LANGUAGE plpgsql
@@ -81,11 +102,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 BEGIN
-    IF max_results IS NULL OR max_results NOT BETWEEN 1 AND 100000 THEN
-        RAISE EXCEPTION '%: must be between 1 and 100000, got %', argument, coalesce(max_results::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    RETURN max_results;
+    RETURN _check_range(max_results, argument, 1, 100000);
 END;
 $$;
 

@@ -29,12 +29,12 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 BEGIN
-    -- The key of plpython/locks.py (BANK, hashtext(bank_id)); held until
-    -- the transaction ends.
+    -- The key of plpython/locks.py (BANK, rendered as bank_lock by
+    -- build.py; hashtext(bank_id)); held until the transaction ends.
     IF exclusive THEN
-        PERFORM pg_advisory_xact_lock(1162018817, hashtext(_lock_bank.bank_id));
+        PERFORM pg_advisory_xact_lock({{ bank_lock }}, hashtext(_lock_bank.bank_id));
     ELSE
-        PERFORM pg_advisory_xact_lock_shared(1162018817, hashtext(_lock_bank.bank_id));
+        PERFORM pg_advisory_xact_lock_shared({{ bank_lock }}, hashtext(_lock_bank.bank_id));
     END IF;
 END;
 $$;
@@ -175,18 +175,8 @@ DECLARE
     missing uuid;
 BEGIN
     PERFORM check_bank_id(link_unit.bank_id);
-    IF link_unit.unit_id IS NULL THEN
-        RAISE EXCEPTION 'unit_id: must not be null'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF link_unit.entity_ids IS NULL THEN
-        RAISE EXCEPTION 'entity_ids: must be an array of entity ids, got NULL'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(link_unit.entity_ids, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'entity_ids: element % is NULL', array_position(link_unit.entity_ids, NULL)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM _check_not_null(link_unit.unit_id, 'unit_id');
+    PERFORM _check_id_array(link_unit.entity_ids, 'entity_ids', 'entity');
     -- An id of another bank (or of nothing) would otherwise surface as a
     -- foreign-key violation on unit_entities; name the argument instead.
     SELECT i.id

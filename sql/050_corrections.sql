@@ -8,25 +8,6 @@
 -- rebuild_stats compares the kept numbers (plus what is queued and not yet
 -- applied) with the record, and can make them equal.
 
--- Signatures of 0.2.0's development that used the row types of entities and
--- operations: Citus propagates no such function to the workers, where the
--- corrections run on a distributed installation. Their replacements take
--- plain types; a re-install of a development database drops the old ones.
-DROP FUNCTION IF EXISTS {{ internal }}._entity(text, uuid, text);
-DROP FUNCTION IF EXISTS {{ internal }}._check_correctable({{ schema }}.entities, text);
-DROP FUNCTION IF EXISTS {{ internal }}._undo_merge(text, {{ schema }}.operations);
-DROP FUNCTION IF EXISTS {{ internal }}._undo_split(text, {{ schema }}.operations);
-DROP FUNCTION IF EXISTS {{ internal }}._undo_rename(text, {{ schema }}.operations);
-DROP FUNCTION IF EXISTS {{ internal }}._undo_forget(text, {{ schema }}.operations);
--- Signatures before a parameter was added at their end (forget_entity's
--- erase, split_entity's keep_aliases): CREATE OR REPLACE cannot change a
--- signature, so the old ones go (on a distributed installation, the body's
--- _impl of the old signature too; build.delegate_bank_functions).
-DROP FUNCTION IF EXISTS {{ schema }}.forget_entity(text, uuid, boolean, text);
-DROP FUNCTION IF EXISTS {{ internal }}.forget_entity_impl(text, uuid, boolean, text);
-DROP FUNCTION IF EXISTS {{ schema }}.split_entity(text, uuid, uuid[], text, boolean, text);
-DROP FUNCTION IF EXISTS {{ internal }}.split_entity_impl(text, uuid, uuid[], text, boolean, text);
-
 CREATE OR REPLACE FUNCTION {{ internal }}._entity_stats(bank_id text)
 RETURNS TABLE (
     id uuid, name text, orphan boolean,
@@ -191,32 +172,9 @@ BEGIN
 
     IF NOT rebuild_stats.dry_run THEN
         DELETE FROM stats_queue AS q WHERE q.bank_id = b;
-        UPDATE entities AS e
-        SET mention_count = r.count, first_seen = r.first_seen, last_seen = r.last_seen
-        FROM _entity_stats(b) AS r
-        WHERE
-            e.bank_id = b AND e.id = r.id
-            AND (
-                e.mention_count IS DISTINCT FROM r.count
-                OR e.first_seen IS DISTINCT FROM r.first_seen
-                OR e.last_seen IS DISTINCT FROM r.last_seen
-            );
-        DELETE FROM entity_cooccurrences AS c
-        WHERE
-            c.bank_id = b
-            AND NOT EXISTS (
-                SELECT 1 FROM unit_entities AS x
-                INNER JOIN unit_entities AS y
-                    ON x.bank_id = y.bank_id AND x.unit_id = y.unit_id AND y.entity_id = c.entity_id_2
-                WHERE x.bank_id = b AND x.entity_id = c.entity_id_1
-            );
-        INSERT INTO entity_cooccurrences AS c (bank_id, entity_id_1, entity_id_2, cooccurrence_count, last_cooccurred)
-        SELECT b, r.entity_id_1, r.entity_id_2, r.count, r.last_cooccurred
-        FROM _pair_stats(b) AS r
-        WHERE r.count > 0
-        ORDER BY r.entity_id_1, r.entity_id_2
-        ON CONFLICT ON CONSTRAINT entity_cooccurrences_pkey DO UPDATE
-            SET cooccurrence_count = excluded.cooccurrence_count, last_cooccurred = excluded.last_cooccurred;
+        -- The recount the corrections use, on every entity of the bank (and
+        -- so every pair): one definition of the derived numbers.
+        PERFORM _recount(b, ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b), TRUE);
         DELETE FROM entities AS e
         WHERE
             e.bank_id = b AND NOT e.curated
@@ -2213,11 +2171,7 @@ AS $$
 BEGIN
     PERFORM check_bank_id(operation_history.bank_id);
     PERFORM _require_bank(operation_history.bank_id);
-    IF operation_history.max_results IS NULL OR operation_history.max_results NOT BETWEEN 1 AND 100000 THEN
-        RAISE EXCEPTION 'max_results: must be between 1 and 100000, got %',
-            coalesce(operation_history.max_results::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM _check_max_results(operation_history.max_results);
     RETURN QUERY
     SELECT
         o.id,

@@ -168,14 +168,8 @@ DECLARE
     truncated boolean := FALSE;
     recent uuid [];
 BEGIN
-    IF entity_graph.depth IS NULL OR entity_graph.depth NOT BETWEEN 1 AND 5 THEN
-        RAISE EXCEPTION 'depth: must be between 1 and 5, got %', coalesce(entity_graph.depth::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF entity_graph.max_nodes IS NULL OR entity_graph.max_nodes NOT BETWEEN 1 AND 2000 THEN
-        RAISE EXCEPTION 'max_nodes: must be between 1 and 2000, got %', coalesce(entity_graph.max_nodes::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM _check_range(entity_graph.depth, 'depth', 1, 5);
+    PERFORM _check_range(entity_graph.max_nodes, 'max_nodes', 1, 2000);
 
     IF entity_graph.around_entity IS NOT NULL THEN
         -- Breadth first from the entity (a merged-away id stands for the

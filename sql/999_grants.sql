@@ -162,13 +162,8 @@ DECLARE
     everything name := _role_name('user');
     owner oid;
 BEGIN
-    IF grant_bank_access.bank_id IS NULL
-        OR btrim(grant_bank_access.bank_id) = ''
-        OR char_length(grant_bank_access.bank_id) > 100 THEN
-        RAISE EXCEPTION 'bank_id: must be 1 to 100 characters, not blank, got %',
-            coalesce(quote_literal(grant_bank_access.bank_id), 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM check_bank_id(grant_bank_access.bank_id);
+    PERFORM _check_not_null(grant_bank_access.role_name, 'role_name');
     SELECT r.oid, r.rolsuper OR r.rolbypassrls
     INTO target, unrestricted
     FROM pg_roles AS r
@@ -217,6 +212,8 @@ AS $$
 DECLARE
     bank_user name := _role_name('bank_user');
 BEGIN
+    PERFORM check_bank_id(revoke_bank_access.bank_id);
+    PERFORM _check_not_null(revoke_bank_access.role_name, 'role_name');
     DELETE FROM bank_roles AS b
     WHERE b.bank_id = revoke_bank_access.bank_id AND b.role_name = revoke_bank_access.role_name;
     IF NOT FOUND THEN
@@ -279,6 +276,7 @@ DECLARE
     everything name := _role_name('user');
 BEGIN
     PERFORM check_bank_id(grant_curation.bank_id);
+    PERFORM _check_not_null(grant_curation.role_name, 'role_name');
     SELECT r.oid INTO target FROM pg_roles AS r WHERE r.rolname = grant_curation.role_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'role_name: role % does not exist', coalesce(quote_ident(grant_curation.role_name), 'NULL')
@@ -320,6 +318,8 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 BEGIN
+    PERFORM check_bank_id(revoke_curation.bank_id);
+    PERFORM _check_not_null(revoke_curation.role_name, 'role_name');
     UPDATE bank_roles AS b SET may_curate = FALSE
     WHERE b.bank_id = revoke_curation.bank_id AND b.role_name = revoke_curation.role_name AND b.may_curate;
     IF NOT FOUND THEN

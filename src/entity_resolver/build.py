@@ -221,6 +221,18 @@ def internal_schema(schema: str) -> str:
     return "er_" + hashlib.md5(schema.encode()).hexdigest()[:16] + "_internal"
 
 
+# The installers' advisory lock (the script takes it first; install.py too).
+INSTALL_LOCK = 7_310_447_224_051
+
+
+def bank_lock_class(base: Optional[Path] = None) -> str:
+    """The bank lock's class key, defined once in plpython/locks.py (BANK); {{ bank_lock }} in sql/."""
+    m = re.search(r"^BANK = (\d+)", dict(module_sources(base or data_dir()))["locks"], re.M)
+    if m is None:
+        raise BuildError("plpython/locks.py defines no BANK lock class")
+    return m.group(1)
+
+
 def static_values(schema: str, base: Optional[Path] = None, distributed: bool = False) -> Dict[str, str]:
     schema_ident = quote_ident(schema)
     internal_ident = quote_ident(internal_schema(schema))
@@ -233,6 +245,8 @@ def static_values(schema: str, base: Optional[Path] = None, distributed: bool = 
         # TRUE in the script of install --distributed (a Citus coordinator):
         # the few statements that differ there test it (docs/scaling.md).
         "distributed": "TRUE" if distributed else "FALSE",
+        "bank_lock": bank_lock_class(base),
+        "install_lock": str(INSTALL_LOCK),
     }
 
 
@@ -584,7 +598,7 @@ def script_parts(schema: str = DEFAULT_SCHEMA, *, extension: bool = False, upto:
         # a temporary schema (pgspot checks the script under this path).
         # LOCAL: the installer's transaction or CREATE EXTENSION restores it.
         "SET LOCAL search_path = pg_catalog, pg_temp;\n"
-        "SELECT pg_advisory_xact_lock(7310447224051);\n"
+        "SELECT pg_advisory_xact_lock({{ install_lock }});\n"
         "CREATE SCHEMA IF NOT EXISTS {{ schema }};\n"
         "CREATE SCHEMA IF NOT EXISTS {{ internal }};\n", values)))
     parts.append(Part(render(_PREAMBLE, values)))

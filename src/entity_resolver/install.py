@@ -30,7 +30,7 @@ import entity_resolver.build as build
 from entity_resolver.build import (BuildError, code_version, data_dir, internal_schema,  # noqa: F401
                                    migrations, package_version)
 
-INSTALL_LOCK = 7_310_447_224_051  # pg_advisory_xact_lock key for installers (also in the script)
+INSTALL_LOCK = build.INSTALL_LOCK  # pg_advisory_xact_lock key for installers (also in the script)
 # Shards per distributed table when install --distributed distributes them:
 # well above the number of workers, so that banks can be rebalanced onto new
 # ones shard by shard (docs/scaling.md).

@@ -307,8 +307,15 @@ def test_grant_bank_access_refuses_roles_row_level_security_cannot_restrict(bank
         bind(banks, "A", bypass)
     with pytest.raises(psycopg.errors.UndefinedObject, match="role_name"):
         bind(banks, "A", f"nobody_{uuid.uuid4().hex[:8]}")
-    for bad in ("", "   ", "x" * 101, None):
-        with pytest.raises(psycopg.errors.InvalidParameterValue, match="bank_id"):
+    # The one bank_id rule (check_bank_id): blank 22023, too long 22001, NULL 22004.
+    for bad, error in [
+        ("", psycopg.errors.InvalidParameterValue),
+        ("   ", psycopg.errors.InvalidParameterValue),
+        ("\t", psycopg.errors.InvalidParameterValue),
+        ("x" * 101, psycopg.errors.StringDataRightTruncation),
+        (None, psycopg.errors.NullValueNotAllowed),
+    ]:
+        with pytest.raises(error, match="^bank_id: "):
             bind(banks, bad, roles())
     assert banks.execute(f"SELECT count(*) FROM {ER}.bank_roles").fetchone()[0] == 0
 

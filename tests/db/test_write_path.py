@@ -292,16 +292,17 @@ def test_link_unit_keeps_the_later_cooccurrence_date(conn):
     assert row == (2, "2024-05-01")
 
 
-@pytest.mark.parametrize("bank_id, unit_id, entity_ids, argument", [
-    ("", uid(1), [], "bank_id"),
-    ("team", None, [], "unit_id"),
-    ("team", uid(1), None, "entity_ids"),
-    ("team", uid(1), [None], "entity_ids"),
-    ("team", uid(1), [uid(99)], "entity_ids"),
+@pytest.mark.parametrize("bank_id, unit_id, entity_ids, argument, error", [
+    ("", uid(1), [], "bank_id", psycopg.errors.InvalidParameterValue),
+    ("team", None, [], "unit_id", psycopg.errors.NullValueNotAllowed),
+    ("team", uid(1), None, "entity_ids", psycopg.errors.NullValueNotAllowed),
+    ("team", uid(1), [], "entity_ids", psycopg.errors.InvalidParameterValue),
+    ("team", uid(1), [None], "entity_ids", psycopg.errors.NullValueNotAllowed),
+    ("team", uid(1), [uid(99)], "entity_ids", psycopg.errors.InvalidParameterValue),
 ])
-def test_link_unit_rejects_bad_arguments_naming_them(conn, bank_id, unit_id, entity_ids, argument):
+def test_link_unit_rejects_bad_arguments_naming_them(conn, bank_id, unit_id, entity_ids, argument, error):
     make_bank(conn, "team", ["Acme"])
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match=f"^{argument}:"):
+    with pytest.raises(error, match=f"^{argument}:"):
         conn.execute("SELECT entity_resolver.link_unit(%s, %s, %s::uuid[])", (bank_id, unit_id, entity_ids))
     assert conn.execute("SELECT count(*) FROM entity_resolver.unit_entities").fetchone()[0] == 0
 
