@@ -23,10 +23,10 @@ from typer.testing import CliRunner
 
 from entity_resolver import demo
 from entity_resolver.cli import app
+from shared import SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-SCHEMA = "entity_resolver"
 PAGES = sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]
 
 _BLOCK = re.compile(r"```sql\n(.*?)```", re.S)

@@ -20,9 +20,9 @@ import pytest
 from psycopg import sql
 
 from entity_resolver.install import install
+from shared import INTERNAL, SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = "entity_resolver"
 
 # What the usage roles may do, table by table (sql/grants.sql); anything else
 # is refused. Column lists are the only UPDATE they get.
@@ -68,48 +68,11 @@ ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access",
 INSTALLER_FUNCTIONS = {"_install_render", "_install_execute", "_apply_migration"}
 
 
-@pytest.fixture
-def roles(conn):
-    """Make LOGIN roles with unique names; dropped (with their grants) afterwards."""
-    made: list[str] = []
-
-    def make(*member_of: str, prefix: str = "er_sec") -> str:
-        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        made.append(name)
-        for group in member_of:
-            conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(name)))
-        return name
-
-    yield make
-    for name in reversed(made):
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
-@pytest.fixture
-def connect_as(conn):
-    """Open a connection to the test database as another role."""
-    opened: list[psycopg.Connection] = []
-
-    def _connect(role: str, autocommit: bool = True) -> psycopg.Connection:
-        c = psycopg.connect(host=conn.info.host, port=conn.info.port, user=role,
-                            dbname=conn.info.dbname, autocommit=autocommit)
-        opened.append(c)
-        return c
-
-    yield _connect
-    for c in opened:
-        c.close()
-
-
 def usage_role(conn) -> str:
     return conn.execute("SELECT entity_resolver.usage_role()").fetchone()[0]
 
 
 # -- functions: who they run as, where they look names up -------------------
-
-INTERNAL = SCHEMA + "_internal"
 
 
 def own_functions(conn, schema=SCHEMA):
