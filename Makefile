@@ -4,9 +4,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test graph-deps unit test-citus citus demo lint setup system-deps bench soak clean extension install-extension lint-extension
+.PHONY: test test-all graph-deps unit test-citus citus demo lint setup system-deps bench soak clean extension install-extension lint-extension
 
-test: setup graph-deps lint install-extension lint-extension
+# make test leaves out the tests marked slow (the accuracy replays, long
+# property tests, concurrency and crash tests); make test-all runs them too.
+# The tests of CREATE EXTENSION install this checkout's build into the
+# server's share directory themselves (tests/db/conftest.py, extension_files).
+test: setup graph-deps lint lint-extension
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: setup graph-deps lint lint-extension
 	$(PY) -m pytest -q
 
 # Graphviz and headless Chromium, for tests/db/test_graph.py (skipped without them).

@@ -443,6 +443,7 @@ def test_eval_scores_a_labelled_stream(cli, tmp_path):
     assert data["mentions"] == 8
 
 
+@pytest.mark.slow
 def test_bench_runs_on_a_tiny_bank(cli, pg_cluster):
     # The corpora replay is test_accuracy's; the banks side by side at a small scale.
     result = CliRunner().invoke(app, ["bench", "--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
