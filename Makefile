@@ -75,7 +75,7 @@ install-extension: extension
 # installs and updates with (the released ones are frozen). Suppressed:
 #  PS001, PS016, PS017 (unqualified operator, function, type or relation) and
 #    PS005 (function without a search_path pgspot trusts): they come only from
-#    function bodies (tests/unit/test_pgspot.py checks that). Every function
+#    function bodies (tests/hygiene/test_pgspot.py checks that). Every function
 #    pins SET search_path = <schema>, <schema>_internal, pg_catalog, pg_temp
 #    (docs/security.md); pgspot trusts a path only with pg_catalog first, but
 #    the two schemas before it are created by the script and only the
@@ -88,7 +88,7 @@ install-extension: extension
 #    Python installer has no such check yet (the xfail test next to it).
 #  plpython3u (--ignore-lang): pgspot cannot read Python; the SQL PL/Python
 #    sends is checked by test_plpython_sends_sql_text_only_from_constants_...
-#    in tests/db/test_security.py.
+#    in tests/hygiene/test_plpython_sql.py.
 # Not seen by pgspot: the migrations and sql/030_resolve.sql, which reach the
 # server as dollar-quoted arguments of _apply_migration / _install_execute
 # (--sql-accepting crashes on _apply_migration's integer argument, pgspot 0.9.4).
