@@ -4,9 +4,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test graph-deps unit test-citus citus demo lint setup system-deps bench soak clean extension install-extension lint-extension
+.PHONY: test test-all graph-deps unit test-citus citus demo lint setup system-deps bench soak clean extension install-extension lint-extension
 
-test: setup graph-deps lint install-extension lint-extension
+# make test leaves out the tests marked slow (the accuracy replays, long
+# property tests, concurrency and crash tests); make test-all runs them too.
+# The tests of CREATE EXTENSION install this checkout's build into the
+# server's share directory themselves (tests/db/conftest.py, extension_files).
+test: setup graph-deps lint lint-extension
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: setup graph-deps lint lint-extension
 	$(PY) -m pytest -q
 
 # Graphviz and headless Chromium, for tests/db/test_graph.py (skipped without them).
@@ -68,7 +75,7 @@ install-extension: extension
 # installs and updates with (the released ones are frozen). Suppressed:
 #  PS001, PS016, PS017 (unqualified operator, function, type or relation) and
 #    PS005 (function without a search_path pgspot trusts): they come only from
-#    function bodies (tests/unit/test_pgspot.py checks that). Every function
+#    function bodies (tests/hygiene/test_pgspot.py checks that). Every function
 #    pins SET search_path = <schema>, <schema>_internal, pg_catalog, pg_temp
 #    (docs/security.md); pgspot trusts a path only with pg_catalog first, but
 #    the two schemas before it are created by the script and only the
@@ -81,7 +88,7 @@ install-extension: extension
 #    Python installer has no such check yet (the xfail test next to it).
 #  plpython3u (--ignore-lang): pgspot cannot read Python; the SQL PL/Python
 #    sends is checked by test_plpython_sends_sql_text_only_from_constants_...
-#    in tests/db/test_security.py.
+#    in tests/hygiene/test_plpython_sql.py.
 # Not seen by pgspot: the migrations and sql/030_resolve.sql, which reach the
 # server as dollar-quoted arguments of _apply_migration / _install_execute
 # (--sql-accepting crashes on _apply_migration's integer argument, pgspot 0.9.4).

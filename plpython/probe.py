@@ -273,7 +273,7 @@ SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
 """
 
 # context_by_entity: the same statements with the alias-aware near (the
-# replaced text must stay the same in both, which tests/unit/test_sql_in_python.py
+# replaced text must stay the same in both, which tests/hygiene/test_sql_in_python.py
 # checks).
 SQL_CONTEXT_BY_ALIAS = SQL_CONTEXT.replace(_NEAR_BY_NAME, _NEAR_BY_NAME_OR_ALIAS)
 SQL_CONTEXT_PENDING_BY_ALIAS = SQL_CONTEXT_PENDING.replace(_NEAR_BY_NAME, _NEAR_BY_NAME_OR_ALIAS)

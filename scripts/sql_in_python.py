@@ -14,7 +14,7 @@ sqlfluff needs, and the values it is formatted with (lock keys, a separator)
 come from other modules and do not matter to a linter. A constant's value is
 evaluated from a few expression shapes, and any other shape is an error, so
 that a new way of building a statement cannot be skipped silently
-(tests/unit/test_sql_in_python.py compares the result with the imported
+(tests/hygiene/test_sql_in_python.py compares the result with the imported
 values):
 
 - a string literal;

@@ -21,10 +21,11 @@ from pytest_postgresql import factories
 from pytest_postgresql.executors import NoopExecutor
 from pytest_postgresql.janitor import DatabaseJanitor
 
+from entity_resolver.build import DEFAULT_SCHEMA
 from entity_resolver.embedded import EmbeddedCluster
 from entity_resolver.install import install
 
-SCHEMA = "entity_resolver"
+SCHEMA = DEFAULT_SCHEMA
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ which names exist, when each was last seen, and who co-occurs with whom.
 The helpers build, call and read; they never assert — the tests do.
 
 Banks are tenants: every row and every query carries the bank id. So the
-``bank`` fixture gives each test its own fresh bank inside one database per
+``bank`` fixture (tests/db/conftest.py) gives each test its own fresh bank inside one database per
 test module (cloning a database costs most of a second; a bank costs one
 row). Tests about a whole database (sessions, locale, statement counts) use
 the ``conn`` fixture of tests/conftest.py and wrap it: ``Bank(conn, "b")``.
@@ -19,28 +19,21 @@ when it is ``LONG_AGO``.
 
 from __future__ import annotations
 
-import itertools
 import json
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from uuid import UUID
 
 import psycopg
-import pytest
 from psycopg.rows import dict_row
-from pytest_postgresql.janitor import DatabaseJanitor
+from shared import SCHEMA
 
-SCHEMA = "entity_resolver"
 NOW = datetime(2024, 6, 3, 12, 0, tzinfo=timezone.utc)
 LONG_AGO = NOW - timedelta(days=90)
 
 # Tables the resolver may write, each with its bank_id column.
 TABLES = ("banks", "entities", "stats_queue", "unit_entities", "entity_cooccurrences")
-
-_serial = itertools.count(1)
-
 
 class Bank:
     """One memory bank on one connection: arrange its history, call the resolver, read it."""
@@ -190,31 +183,3 @@ def row_counts(conn: psycopg.Connection) -> dict[str, int]:
 def statements_of_last_call(conn: psycopg.Connection) -> int:
     """SQL statements run by this session's last resolve or explain call."""
     return conn.execute(f"SELECT {SCHEMA}_internal._last_call_statements()").fetchone()[0]
-
-
-# -- fixtures (import them into a test module to use them) --------------------------------
-
-@pytest.fixture(scope="module")
-def shared_conn(er_proc) -> Iterator[psycopg.Connection]:
-    """An autocommit connection to one fresh database shared by a test module's banks."""
-    dbname = f"banks_{uuid.uuid4().hex[:12]}"
-    janitor = DatabaseJanitor(user=er_proc.user, host=er_proc.host, port=er_proc.port,
-                              dbname=dbname, template_dbname=er_proc.template_dbname)
-    with janitor:
-        with psycopg.connect(host=er_proc.host, port=er_proc.port, user=er_proc.user,
-                             dbname=dbname, autocommit=True) as conn:
-            yield conn
-
-
-@pytest.fixture
-def bank(shared_conn, request) -> Bank:
-    """A fresh, empty bank of its own for this test (default settings, no labels)."""
-    return Bank(shared_conn, f"{next(_serial)}:{request.node.name}"[:100]).create()
-
-
-@pytest.fixture
-def reference_bank(shared_conn, request) -> Bank:
-    """A fresh, empty bank under the reference profile: the reference design's decisions, bit for bit."""
-    b = Bank(shared_conn, f"{next(_serial)}:{request.node.name}"[:100]).create()
-    b.configure({"profile": "reference"})
-    return b

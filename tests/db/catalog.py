@@ -17,10 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from shared import INTERNAL, ROLES, SCHEMA
 
-SCHEMA = "entity_resolver"
-INTERNAL = "entity_resolver_internal"
-ROLES = ("entity_resolver_user", "entity_resolver_bank_user", "entity_resolver_curator")
 
 Snapshot = dict[str, dict[Any, tuple]]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from shared import SCHEMA as ER
 
-ER = "entity_resolver"
 
 # Every table an operator correction (or its undo) may write, with the key
 # that orders its rows. The ledger (operations) is not part of the bank's

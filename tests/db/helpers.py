@@ -16,8 +16,8 @@ import db as er_db
 import psycopg
 
 from entity_resolver.install import code_version
+from shared import SCHEMA
 
-SCHEMA = "entity_resolver"
 
 # Names that never resolve to one another: pairwise pg_trgm similarity under
 # 0.1 and no shared words, so every name is exactly one entity.

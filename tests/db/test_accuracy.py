@@ -19,6 +19,9 @@ from entity_resolver.evaluate import run_eval
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = ROOT / "bench" / "corpora"
+# The replays take minutes (the fixture replays every corpus twice): make test-all runs them.
+pytestmark = pytest.mark.slow
+
 PINNED = json.loads((ROOT / "bench" / "reference_figures.json").read_text(encoding="utf-8"))
 
 

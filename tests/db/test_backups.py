@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 from entity_resolver.cli import app
 from entity_resolver.install import InstallError, install, uninstall
 
-from test_extension import create_extension, extension_files  # noqa: F401 (a fixture)
+from test_extension import create_extension
+from shared import SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = "entity_resolver"
 
 
 def backup_recipes() -> list[str]:
@@ -117,7 +117,7 @@ def test_the_installer_schemas_recipe_restores_both_schemas_and_resolves(new_db,
     assert_restored_and_resolving(source, target)
 
 
-def test_the_extension_schemas_recipe_restores_the_extension_and_resolves(extension_files, new_db,  # noqa: F811
+def test_the_extension_schemas_recipe_restores_the_extension_and_resolves(extension_files, new_db,
                                                                            pg_cluster, tmp_path):
     source = new_db()
     create_extension(source)
@@ -299,7 +299,7 @@ def test_uninstall_refuses_while_banks_hold_data_unless_told_to_drop_it(new_db):
     assert uninstall(conn).facts == 0
 
 
-def test_uninstall_of_an_extension_refuses_while_banks_hold_data(extension_files, new_db):  # noqa: F811
+def test_uninstall_of_an_extension_refuses_while_banks_hold_data(extension_files, new_db):
     conn = new_db()
     create_extension(conn)
     write(conn, "b1", ["Alice Smith"])

@@ -13,7 +13,7 @@ import json
 import psycopg
 import pytest
 
-from bank_builders import SCHEMA, Bank, bank, row_counts, shared_conn  # noqa: F401 (fixtures)
+from bank_builders import SCHEMA, Bank, row_counts
 
 LONG = "x" * 501
 

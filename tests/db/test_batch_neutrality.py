@@ -17,8 +17,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared import SCHEMA as ER
 
-ER = "entity_resolver"
 EXAMPLES = int(os.environ.get("ER_NEUTRALITY_EXAMPLES", "40"))
 START = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 

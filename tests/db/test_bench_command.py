@@ -1,10 +1,11 @@
 """The benchmark's command line (bench/cli.py, ``python -m bench``, ``make bench``): the
-tooling's own entry point, outside the product (tests/unit/test_product_boundary.py)."""
+tooling's own entry point, outside the product (tests/hygiene/test_product_boundary.py)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from bench.cli import app
@@ -12,6 +13,7 @@ from bench.cli import app
 CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
 
 
+@pytest.mark.slow
 def test_bench_runs_on_a_tiny_bank(pg_cluster):
     # The corpora replay is test_accuracy's; the banks side by side at a small scale.
     result = CliRunner().invoke(app, ["--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",

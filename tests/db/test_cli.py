@@ -20,14 +20,10 @@ from typer.testing import CliRunner
 from entity_resolver.cli import app
 from entity_resolver.client import Client
 from entity_resolver.importer import fact_uuid
+from shared import dsn_of
 
 CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
 BIN = Path(sys.executable).parent / "entity-resolver"
-
-
-def dsn_of(conn: psycopg.Connection) -> str:
-    i = conn.info
-    return f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
 
 
 @pytest.fixture

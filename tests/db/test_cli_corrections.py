@@ -17,13 +17,9 @@ from corrections_helpers import ER, differences, entity_id, snapshot
 from entity_resolver import roles
 from entity_resolver.cli import app
 from entity_resolver.client import Client, Operation
+from shared import dsn_of
 
 CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
-
-
-def dsn_of(conn: psycopg.Connection, user: str | None = None) -> str:
-    i = conn.info
-    return f"host={i.host} port={i.port} user={user or i.user} dbname={i.dbname}"
 
 
 @pytest.fixture

@@ -14,13 +14,9 @@ from entity_resolver.client import (
 )
 from entity_resolver.importer import fact_uuid
 from entity_resolver.install import install
+from shared import dsn_of
 
 DAY = datetime(2026, 3, 4, 9, 0, tzinfo=timezone.utc)
-
-
-def dsn_of(conn: psycopg.Connection) -> str:
-    i = conn.info
-    return f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
 
 
 def count(conn, table, bank="team"):

@@ -11,42 +11,8 @@ import uuid
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from corrections_helpers import ER, entity_id, insert_fact, operations_count, snapshot
-
-
-@pytest.fixture
-def roles(conn):
-    made: list[str] = []
-
-    def make(*member_of: str) -> str:
-        name = f"er_cur_{uuid.uuid4().hex[:10]}"
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        made.append(name)
-        for group in member_of:
-            conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(name)))
-        return name
-
-    yield make
-    for name in reversed(made):
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
-@pytest.fixture
-def connect_as(conn):
-    opened: list[psycopg.Connection] = []
-
-    def _connect(role: str) -> psycopg.Connection:
-        c = psycopg.connect(host=conn.info.host, port=conn.info.port, user=role, dbname=conn.info.dbname,
-                            autocommit=True)
-        opened.append(c)
-        return c
-
-    yield _connect
-    for c in opened:
-        c.close()
 
 
 @pytest.fixture

@@ -14,14 +14,9 @@ from typer.testing import CliRunner
 
 from entity_resolver.cli import app
 from entity_resolver.client import Client
+from shared import SCHEMA as ER, dsn_of
 
-ER = "entity_resolver"
 CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
-
-
-def dsn_of(conn: psycopg.Connection) -> str:
-    i = conn.info
-    return f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
 
 
 @pytest.fixture

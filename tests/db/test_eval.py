@@ -9,8 +9,6 @@ import pytest
 
 from entity_resolver.evaluate import EvalError, format_report, run_eval
 
-SCHEMA = "entity_resolver"
-
 
 def write_stream(path, facts):
     lines = []

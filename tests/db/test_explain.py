@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from bank_builders import NOW, Bank, bank, chosen, reference_bank, shared_conn  # noqa: F401 (fixtures)
+from bank_builders import NOW, Bank, chosen
 
 
 def test_explain_writes_nothing_for_an_unknown_bank(shared_conn):

@@ -8,9 +8,9 @@ objects and marks the tenant tables and their sequence for pg_dump). Upgrades
 EXTENSION must leave nothing of ours; pg_dump / pg_restore must round-trip a
 bank and let resolution continue.
 
-The extension's files come from ``make install-extension`` (``make test``
-runs it first); the ``extension_files`` fixture fails early when the server
-has files other than this checkout's build.
+The extension's files are this checkout's build: the ``extension_files``
+fixture (tests/db/conftest.py) writes them into the server's share directory,
+as ``make install-extension`` does, when a test here needs them.
 """
 
 from __future__ import annotations
@@ -40,20 +40,6 @@ TENANT_TABLES = ("bank_roles", "banks", "entities", "entity_aliases", "entity_co
 CORRECTION_TABLES = ("entity_aliases", "entity_forwards", "entity_judgements", "operations")
 CONFIG_DUMPED = {f"{SCHEMA}.{t}" for t in TENANT_TABLES} | {
     f"{SCHEMA}.stats_queue_id_seq", f"{SCHEMA}.operations_id_seq", f"{SCHEMA}.facts_stored_order_seq"}
-
-
-@pytest.fixture(scope="module")
-def extension_files(pg_cluster) -> Path:
-    """The server's extension directory, holding exactly this checkout's build (make install-extension)."""
-    sharedir = subprocess.run([str(pg_cluster.bindir / "pg_config"), "--sharedir"], check=True,
-                              capture_output=True, text=True).stdout.strip()
-    directory = Path(sharedir) / "extension"
-    stale = [name for name, text in build.extension_files().items()
-             if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != text]
-    if stale:
-        pytest.fail(f"{directory} lacks this checkout's {', '.join(stale)}: run make install-extension "
-                    f"(another checkout may have installed its own)")
-    return directory
 
 
 def create_extension(conn: psycopg.Connection, version: str | None = None) -> None:

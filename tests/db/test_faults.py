@@ -20,8 +20,8 @@ import psycopg
 import pytest
 
 from bench.soak import FAMILIES, check_invariants
+from shared import SCHEMA as ER, dsn_of
 
-ER = "entity_resolver"
 # One name from each of six unrelated families: never resolve to each other.
 NAMES = [f[0] for f in FAMILIES[:6]]
 
@@ -40,10 +40,6 @@ for statement, params in spec["statements"]:
 print("done", flush=True)
 time.sleep(3600)
 """
-
-
-def dsn_of(conn) -> str:
-    return f"host={conn.info.host} port={conn.info.port} user={conn.info.user} dbname={conn.info.dbname}"
 
 
 class Child:

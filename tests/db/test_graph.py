@@ -19,16 +19,11 @@ from typer.testing import CliRunner
 from entity_resolver.cli import app
 from entity_resolver.client import Client
 from entity_resolver.demo import play
+from shared import SCHEMA as ER, dsn_of
 
-ER = "entity_resolver"
 CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "200"}
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DOT = shutil.which("dot")
-
-
-def dsn_of(conn) -> str:
-    i = conn.info
-    return f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
 
 
 @pytest.fixture

@@ -24,9 +24,8 @@ from psycopg import sql
 
 from bench import workloads
 from helpers import plan_nodes, statement_plan
+from shared import INTERNAL as IN, SCHEMA as ER
 
-ER = "entity_resolver"
-IN = "entity_resolver_internal"
 SIZE = 20000
 
 

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from corrections_helpers import ER, call, differences, entity_id, insert_fact, operations_count, snapshot, team
-from test_curation import connect_as, grant, roles  # noqa: F401  (fixtures)
+from test_curation import grant
 
 
 @pytest.fixture
@@ -279,7 +279,7 @@ def test_bad_input_is_refused_naming_the_argument_and_nothing_is_written(conn, j
 
 # -- who may judge -----------------------------------------------------------------------
 
-def test_a_bank_user_without_curation_may_list_but_not_judge(conn, bank, roles, connect_as):  # noqa: F811
+def test_a_bank_user_without_curation_may_list_but_not_judge(conn, bank, roles, connect_as):
     kim, morgan = bank["Alex Kim"], bank["Alex Morgan"]
     call(conn, "mark_distinct", "team", kim, bank["Priya"])
     bob = roles()
@@ -304,7 +304,7 @@ def test_a_bank_user_without_curation_may_list_but_not_judge(conn, bank, roles, 
     assert len(judgements(conn)) == 2
 
 
-def test_a_bank_user_sees_only_its_banks_judgements(conn, bank, roles, connect_as):  # noqa: F811
+def test_a_bank_user_sees_only_its_banks_judgements(conn, bank, roles, connect_as):
     other = team(conn, "other")
     call(conn, "mark_distinct", "other", other["Alex Kim"], other["Alex Morgan"])
     bob = roles()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from bank_builders import NOW, Bank, bank, shared_conn  # noqa: F401 (fixtures)
+from bank_builders import NOW, Bank
 
 PEDAGOGY = {"key": "pedagogy", "type": "value", "description": "Teaching approach",
             "values": [{"value": "scaffolding", "description": "Support then fade"},

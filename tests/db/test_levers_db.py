@@ -9,9 +9,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from bank_builders import NOW, Bank, bank, reference_bank, shared_conn  # noqa: F401 (fixtures)
-
-ER = "entity_resolver"
+from bank_builders import NOW, Bank
+from shared import SCHEMA as ER
 
 
 def insert_fact(b: Bank, mentions, event_date=NOW) -> None:

@@ -6,8 +6,7 @@ import json
 
 import psycopg
 import pytest
-
-ER = "entity_resolver"
+from shared import SCHEMA as ER
 
 
 def counts(conn):

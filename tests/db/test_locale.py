@@ -15,7 +15,7 @@ import warnings
 
 import pytest
 
-from bank_builders import NOW, Bank, bank, shared_conn  # noqa: F401 (fixtures)
+from bank_builders import Bank
 from entity_resolver.install import LocaleWarning, install
 
 

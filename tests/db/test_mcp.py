@@ -25,6 +25,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from entity_resolver.client import Client  # noqa: E402
+from shared import dsn_of
 
 BIN = Path(sys.executable).parent / "entity-resolver"
 STORY = json.loads((Path(__file__).parents[2] / "src/entity_resolver/demo_story.json").read_text())
@@ -40,11 +41,6 @@ REQUIRED = {
     "alias": ["bank_id", "entity", "alias"], "unalias": ["bank_id", "alias"], "undo": ["bank_id", "operation_id"],
     "mark_distinct": ["bank_id", "a", "b"],
 }
-
-
-def dsn_of(conn) -> str:
-    i = conn.info
-    return f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
 
 
 def snapshot(conn, bank: str) -> dict:

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from entity_resolver.install import install
+from shared import SCHEMA as ER
 
-ER = "entity_resolver"
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
 PROPERTY = settings(
     max_examples=EXAMPLES, deadline=None, derandomize=False, print_blob=True,

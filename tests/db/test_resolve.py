@@ -10,15 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from bank_builders import (  # noqa: F401 (fixtures)
-    LONG_AGO,
-    NOW,
-    Bank,
-    reference_bank,
-    bank,
-    shared_conn,
-    statements_of_last_call,
-)
+from bank_builders import LONG_AGO, NOW, Bank, statements_of_last_call
 
 # -- the two Alexes (docs/design.md §2) -------------------------------------
 

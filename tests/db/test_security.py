@@ -8,7 +8,6 @@ drops them."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import threading
@@ -20,9 +19,9 @@ import pytest
 from psycopg import sql
 
 from entity_resolver.install import install
+from shared import INTERNAL, SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = "entity_resolver"
 
 # What the usage roles may do, table by table (sql/grants.sql); anything else
 # is refused. Column lists are the only UPDATE they get.
@@ -71,48 +70,11 @@ ADMIN_FUNCTIONS = {"_install_grants", "grant_bank_access", "revoke_bank_access",
 INSTALLER_FUNCTIONS = {"_install_render", "_install_execute", "_apply_migration"}
 
 
-@pytest.fixture
-def roles(conn):
-    """Make LOGIN roles with unique names; dropped (with their grants) afterwards."""
-    made: list[str] = []
-
-    def make(*member_of: str, prefix: str = "er_sec") -> str:
-        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-        made.append(name)
-        for group in member_of:
-            conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(name)))
-        return name
-
-    yield make
-    for name in reversed(made):
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
-@pytest.fixture
-def connect_as(conn):
-    """Open a connection to the test database as another role."""
-    opened: list[psycopg.Connection] = []
-
-    def _connect(role: str, autocommit: bool = True) -> psycopg.Connection:
-        c = psycopg.connect(host=conn.info.host, port=conn.info.port, user=role,
-                            dbname=conn.info.dbname, autocommit=autocommit)
-        opened.append(c)
-        return c
-
-    yield _connect
-    for c in opened:
-        c.close()
-
-
 def usage_role(conn) -> str:
     return conn.execute("SELECT entity_resolver.usage_role()").fetchone()[0]
 
 
 # -- functions: who they run as, where they look names up -------------------
-
-INTERNAL = SCHEMA + "_internal"
 
 
 def own_functions(conn, schema=SCHEMA):
@@ -188,37 +150,6 @@ def test_dynamic_sql_is_built_only_with_format_quoting_in_reviewed_functions(con
     grants = (REPO / "sql" / "999_grants.sql").read_text()
     for fmt in re.findall(r"format\(\s*'((?:[^']|'')*)'", grants):
         assert set(re.findall(r"%(.)", fmt)) <= {"I", "L", "s"}, fmt
-
-
-def _sql_argument_is_constant(node: ast.AST, constants: set[str]) -> bool:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return True
-    if isinstance(node, ast.Name) and (node.id in constants or node.id in {"plan", "query", "link"}):
-        return True
-    if isinstance(node, ast.Attribute):
-        return node.attr.isupper() or node.attr in {"plan"}
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _sql_argument_is_constant(node.left, constants) and _sql_argument_is_constant(node.right, constants)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_plan":
-        return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace":
-        # query.replace("@trgm@", <schema name quoted by regnamespace::text>)
-        return _sql_argument_is_constant(node.func.value, constants)
-    return False
-
-
-def test_plpython_sends_sql_text_only_from_constants_values_go_as_parameters():
-    for path in sorted((REPO / "plpython").glob("*.py")):
-        tree = ast.parse(path.read_text())
-        constants = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
-                     for t in n.targets if isinstance(t, ast.Name) and t.id.isupper()}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in {"execute", "prepare", "cursor"} and node.args:
-                owner = node.func.value
-                if isinstance(owner, ast.Name) and owner.id == "plpy":
-                    assert _sql_argument_is_constant(node.args[0], constants), \
-                        f"{path.name}:{node.lineno}: SQL built from a non-constant"
 
 
 # -- the usage role: exactly what is needed ---------------------------------

@@ -7,7 +7,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from bank_builders import NOW, Bank, bank, shared_conn  # noqa: F401 (fixtures)
+from bank_builders import NOW, Bank
 
 DEFAULTS = {
     "name_weight": 0.5, "cooccurrence_weight": 0.3, "recency_weight": 0.2, "threshold": 0.6,

@@ -14,7 +14,6 @@ import pytest
 from bank_builders import Bank, row_counts, statements_of_last_call
 from bench import workloads
 
-SCHEMA = "entity_resolver"
 
 # The resolver's modules live in GD; these read what a session's calls did.
 PLANS_SQL = """

@@ -2,6 +2,7 @@
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from clustering import Cluster, Form, cluster_forms
@@ -152,6 +153,7 @@ def _pairs(forms, data):
     return data.draw(st.lists(st.tuples(st.sampled_from(keys), st.sampled_from(keys)), max_size=12))
 
 
+@pytest.mark.slow
 @hsettings(max_examples=1000)
 @given(FORMS, st.data(), st.randoms(use_true_random=False))
 def test_clusters_do_not_depend_on_order_of_forms_pairs_or_pair_sides(forms, data, rnd):
@@ -163,6 +165,7 @@ def test_clusters_do_not_depend_on_order_of_forms_pairs_or_pair_sides(forms, dat
     assert cluster_forms(forms, pairs, 250) == cluster_forms(shuffled_forms, shuffled_pairs, 250)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=1000)
 @given(FORMS, st.data())
 def test_clusters_partition_the_forms(forms, data):

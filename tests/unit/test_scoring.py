@@ -269,6 +269,7 @@ CANDIDATE = st.builds(
 THRESHOLD = st.sampled_from([0.0, 0.3, 0.5, 0.6, 0.8, 1.0])
 
 
+@pytest.mark.slow
 @hsettings(max_examples=1000)
 @given(NAME, st.lists(CANDIDATE, max_size=6), NEARBY, THRESHOLD)
 def test_evaluate_chooses_only_a_scored_candidate_that_passes(mention, cands, nearby, threshold):
@@ -284,6 +285,7 @@ def test_evaluate_chooses_only_a_scored_candidate_that_passes(mention, cands, ne
         assert passes_threshold(chosen.score, threshold)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=1000)
 @given(NAME, st.lists(CANDIDATE, max_size=6), NEARBY, THRESHOLD)
 def test_chosen_is_the_first_best_score(mention, cands, nearby, threshold):
@@ -302,6 +304,7 @@ def test_chosen_is_the_first_best_score(mention, cands, nearby, threshold):
             assert ev.decision == (OUTSCORED if passes_threshold(ev.score, threshold) else BELOW_THRESHOLD)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=1000)
 @given(NAME, st.lists(CANDIDATE, max_size=6), NEARBY)
 def test_skipped_candidates_carry_no_score(mention, cands, nearby):
@@ -313,6 +316,7 @@ def test_skipped_candidates_carry_no_score(mention, cands, nearby):
             assert None not in (ev.name_similarity, ev.cooccurrence, ev.recency, ev.score)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=1000)
 @given(NAME, st.lists(CANDIDATE, max_size=6), NEARBY, st.randoms(use_true_random=False))
 def test_scores_do_not_depend_on_nearby_order_or_repeats(mention, cands, nearby, rnd):
@@ -368,6 +372,7 @@ MANY = st.lists(CANDIDATE, max_size=8).map(
     lambda cs: sorted(cs, key=lambda c: -c.trigram_similarity))  # probe order, identical names first
 
 
+@pytest.mark.slow
 @hsettings(max_examples=3000)
 @given(NAME, MANY, NEARBY, EVAL_SETTINGS)
 def test_stop_at_identical_changes_neither_the_choice_nor_the_best_score(mention, cands, nearby, settings):
@@ -384,6 +389,7 @@ def test_stop_at_identical_changes_neither_the_choice_nor_the_best_score(mention
         assert len(short) == len(full)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=1000)
 @given(NAME, MANY, NEARBY, EVAL_SETTINGS, st.booleans())
 def test_evaluate_is_screen_then_decide(mention, cands, nearby, settings, stop):

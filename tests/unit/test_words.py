@@ -166,6 +166,7 @@ def test_compatible_names_report_nothing():
 
 # -- properties -----------------------------------------------------------------
 
+@pytest.mark.slow
 @hsettings(max_examples=2000)
 @given(NAME, NAME)
 def test_tokens_compatible_symmetric_when_word_counts_differ(m, c):
@@ -173,24 +174,28 @@ def test_tokens_compatible_symmetric_when_word_counts_differ(m, c):
         assert tokens_compatible(m, c) == tokens_compatible(c, m)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=2000)
 @given(NAME, NAME)
 def test_numbers_conflict_is_symmetric(a, b):
     assert numbers_conflict(a, b) == numbers_conflict(b, a)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=2000)
 @given(NAME)
 def test_a_name_is_compatible_with_itself(name):
     assert tokens_compatible(name, name)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=2000)
 @given(NAME, NUMBER)
 def test_adding_a_number_never_creates_a_conflict(name, number):
     assert not numbers_conflict(name, name + " " + number)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=2000)
 @given(WORD, WORD)
 def test_words_match_is_prefix_or_ratio(a, b):
@@ -241,6 +246,7 @@ def word_pair(word):
     return st.one_of(independent, related, related.map(lambda p: (p[1], p[0])))
 
 
+@pytest.mark.slow
 @hsettings(max_examples=6000)
 @given(st.one_of(word_pair(SHORT_WORD), word_pair(WORD), word_pair(LONG_WORD)))
 def test_words_match_bounds_give_difflibs_answer(pair):
@@ -276,6 +282,7 @@ def test_words_match_bounds_on_a_seeded_sample():
     assert near > 1000 and far > 1000  # both sides of the cutoff, and close to it
 
 
+@pytest.mark.slow
 @hsettings(max_examples=2000)
 @given(st.text(max_size=30))
 def test_words_hold_only_letters_and_digits(name):
@@ -283,6 +290,7 @@ def test_words_hold_only_letters_and_digits(name):
         assert word and "_" not in word and all(ch.isalnum() for ch in word)
 
 
+@pytest.mark.slow
 @hsettings(max_examples=2000)
 @given(st.text(max_size=30))
 def test_numbers_have_no_leading_zero_and_no_zero_fraction(name):
