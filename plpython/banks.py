@@ -217,8 +217,9 @@ def name_data(plpy, cfg: Dict[str, Any]) -> names.NameData:
 
     Empty when no lever needs it.
     """
-    if not (settings_mod.lever(cfg, "name_variants") or settings_mod.lever(cfg, "org_suffixes")
-            or settings_mod.lever(cfg, "bare_names") or settings_mod.lever(cfg, "context_by_entity")):
+    needing = (settings_mod.NAME_VARIANTS, settings_mod.ORG_SUFFIXES, settings_mod.BARE_NAMES,
+               settings_mod.CONTEXT_BY_ENTITY)
+    if not any(settings_mod.lever(cfg, name) for name in needing):
         return names.EMPTY
     shipped = _NAME_DATA.get("shipped")
     if shipped is None:

@@ -25,10 +25,6 @@ class Entity(NamedTuple):
     kind: str
     type: Optional[str]
 
-    @property
-    def lname(self) -> str:
-        return self.key
-
 
 def pair(a: str, b: str) -> Tuple[str, str]:
     """An unordered pair as the bank stores it: the smaller id first (uuid order = text order)."""
@@ -52,12 +48,12 @@ class CallState:
         self.provenance: List[Tuple[Any, ...]] = []   # (unit, ordinal, text, entity, decision, score, date)
         self.links: List[Tuple[str, str, Optional[str]]] = []   # (unit, entity, date)
         self.mentions: Dict[str, List[Any]] = {}      # entity -> [count, latest epoch, date, earliest epoch, date]
-        # lowered canonical name <-> id of every entity a fact of the call
+        # key (folded canonical name) <-> id of every entity a fact of the call
         # went to (the only entities the call's pairs involve)
-        self.seen_names: Dict[str, Set[str]] = {}
-        self.name_of: Dict[str, str] = {}
+        self.seen_keys: Dict[str, Set[str]] = {}
+        self.key_of: Dict[str, str] = {}
         self.lost: Set[str] = set()                   # provisional ids another session's entity replaced
-        # alias memory (memory.py): form -> {entity id: (type, name, lowered name)} it was
+        # alias memory (memory.py): form -> {entity id: (type, name, key)} it was
         # resolved to with confidence
         self.memory: Dict[str, Dict[str, Tuple[Optional[str], str, str]]] = {}
 
@@ -92,9 +88,9 @@ class CallState:
             return ents[0] if ents else None
         return next((e for e in ents if e.type == etype), None) or next((e for e in ents if e.type is None), None)
 
-    def meet(self, entity_id: str, lname: str) -> None:
-        self.seen_names.setdefault(lname, set()).add(entity_id)
-        self.name_of[entity_id] = lname
+    def meet(self, entity_id: str, key: str) -> None:
+        self.seen_keys.setdefault(key, set()).add(entity_id)
+        self.key_of[entity_id] = key
 
     def is_new(self, entity_id: str) -> bool:
         return entity_id in self.by_id

@@ -21,7 +21,7 @@ import small_bank
 from callstate import CallState
 from mentions import datetime_of
 from scoring import Candidate
-from settings import lever
+from settings import NAME_VARIANTS, ORG_SUFFIXES, lever
 
 
 def probe_threshold(cfg: Dict[str, Any]) -> float:
@@ -32,11 +32,11 @@ def probe_threshold(cfg: Dict[str, Any]) -> float:
 def forms_of(key: str, cfg: Dict[str, Any], data: names_mod.NameData) -> List[str]:
     """The forms a key is probed with: itself, then (enhanced) without legal forms, with given names."""
     forms = [key]
-    if lever(cfg, "org_suffixes"):
+    if lever(cfg, ORG_SUFFIXES):
         s = names_mod.stripped(key, data)
         if s is not None:
             forms.append(s)
-    if lever(cfg, "name_variants"):
+    if lever(cfg, NAME_VARIANTS):
         forms.extend(f for f in names_mod.variant_forms(key, data) if f not in forms)
     return forms
 
@@ -53,7 +53,7 @@ class Forms(NamedTuple):
 def split_forms(key: str, cfg: Dict[str, Any], data: names_mod.NameData) -> Forms:
     """The key's other forms (forms_of without the key), by how they are looked up."""
     others = forms_of(key, cfg, data)[1:]
-    s = names_mod.stripped(key, data) if lever(cfg, "org_suffixes") else None
+    s = names_mod.stripped(key, data) if lever(cfg, ORG_SUFFIXES) else None
     return Forms([f for f in others if f == s], [f for f in others if f != s])
 
 
@@ -155,7 +155,7 @@ def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[st
 
 def _form_candidates(form: str, view: View, state: CallState) -> List[Candidate]:
     """The entities named exactly by a form, as candidates found by it (similarity 1.0 to the form)."""
-    out = [Candidate(h.id, h.lname, 1.0, datetime_of(h.last_seen), entity_type=h.type, form=form)
+    out = [Candidate(h.id, h.key, 1.0, datetime_of(h.last_seen), entity_type=h.type, form=form)
            for h in view.hits.get(form, ()) if h.via == "name" and h.kind != "label"]
     out.extend(Candidate(e.id, e.key, 1.0, None, entity_type=e.type, form=form)
                for e in state.created.get(form, ()) if e.kind != "label")
@@ -174,7 +174,7 @@ def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
     if forms is None or not (forms.probed or forms.exact):
         if not mine:
             return bank_side
-        merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
+        merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.key, c.entity_type or "", c.id))
         return merged[:cfg["max_candidates"]]
     found = bank_side + mine
     for f in forms.probed:

@@ -12,7 +12,7 @@ from typing import Dict, Iterable, Set
 import names as names_mod
 import probe
 from callstate import CallState, pair
-from settings import lever
+from settings import CONTEXT_BY_ENTITY, ORG_SUFFIXES, lever
 
 
 def near_forms(near_names: Iterable[str], cfg, data: names_mod.NameData) -> Dict[str, Set[str]]:
@@ -24,7 +24,7 @@ def near_forms(near_names: Iterable[str], cfg, data: names_mod.NameData) -> Dict
     session).
     """
     out: Dict[str, Set[str]] = {}
-    strip = lever(cfg, "context_by_entity") and lever(cfg, "org_suffixes")
+    strip = lever(cfg, CONTEXT_BY_ENTITY) and lever(cfg, ORG_SUFFIXES)
     for n in near_names:
         if not n:
             continue
@@ -60,7 +60,7 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
     bank_ids = [c.id for c in survivors if not state.is_new(c.id)]
     involved = {c.id for c in survivors}
     for n in forms:
-        involved.update(state.seen_names.get(n, ()))
+        involved.update(state.seen_keys.get(n, ()))
     ask = set()
     for e in involved:
         if state.is_new(e):
@@ -72,8 +72,8 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
     # partners among the nearby names are the call's too, the bank has
     # nothing to add.
     needs_bank = bool(bank_ids) or any(
-        not state.is_new(x) and state.name_of.get(x) in forms for c in survivors for x in state.partners_of(c.id))
-    by_alias = lever(cfg, "context_by_entity")
+        not state.is_new(x) and state.key_of.get(x) in forms for c in survivors for x in state.partners_of(c.id))
+    by_alias = lever(cfg, CONTEXT_BY_ENTITY)
     ctx = probe.context(plpy, bank.id, bank_ids, forms, ask, bank.pending, by_alias) if needs_bank \
         else probe.Context({}, {}, set(), set())
     reach = reached_entities(forms, ctx.near, state)

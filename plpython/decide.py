@@ -14,7 +14,7 @@ import words
 from scoring import (AMBIGUOUS, BELOW_THRESHOLD, CHOSEN, NEEDS_CONTEXT, OUTSCORED, PRECISION, Candidate, Evaluation,
                      passes_threshold)
 from screen import Screened, screen
-from settings import lever
+from settings import BARE_NAMES, MISSPELLINGS, NAME_VARIANTS, ORG_SUFFIXES, TYPED_MENTIONS, lever
 
 
 def best_evaluation(evaluations: Iterable[Evaluation]) -> Optional[Evaluation]:
@@ -83,17 +83,17 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     if len(fitting) == 1:
         _one_word_fits(fitting[0], settings)
         best = best_evaluation(scored)
-    if best is not None and best.candidate.how in ("initial", "variant") and lever(settings, "name_variants"):
+    if best is not None and best.candidate.how in ("initial", "variant") and lever(settings, NAME_VARIANTS):
         # An initial or a nickname is weaker evidence than the word: it needs context.
         if best.cooccurrence < MIN_CONTEXT:
             best.decision = NEEDS_CONTEXT
-            best.lever = "name_variants"
+            best.lever = NAME_VARIANTS
             rest = [ev for ev in scored if ev is not best and ev.candidate.how not in ("initial", "variant")]
             return best_evaluation(rest), False
-        best.lever = "name_variants"
+        best.lever = NAME_VARIANTS
     if best is not None and best.candidate.how == "org_suffix":
-        best.lever = "org_suffixes"
-    if (best is None or not passes_threshold(best.score, settings["threshold"])) and lever(settings, "misspellings"):
+        best.lever = ORG_SUFFIXES
+    if (best is None or not passes_threshold(best.score, settings["threshold"])) and lever(settings, MISSPELLINGS):
         return _misspelt(scored, best)
     return best, False
 
@@ -124,7 +124,7 @@ def _misspelt(scored: List[Evaluation], best: Optional[Evaluation]) -> Tuple[Opt
              if ev.candidate.how is None and round(ev.name_similarity, PRECISION) >= MISSPELT_NAME
              and round(ev.cooccurrence, PRECISION) >= MISSPELT_CONTEXT]
     for ev in close:
-        ev.lever = "misspellings"
+        ev.lever = MISSPELLINGS
     if len(close) == 1:
         return close[0], True
     for ev in close:
@@ -142,20 +142,20 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     ("Jordan" the person, the country).
     """
     tokens = words.split_words(mention)
-    if lever(settings, "bare_names") and len(tokens) == 1:
+    if lever(settings, BARE_NAMES) and len(tokens) == 1:
         word = tokens[0]
-        eq = names.equivalents(word) if names is not None and lever(settings, "name_variants") else frozenset()
+        eq = names.equivalents(word) if names is not None and lever(settings, NAME_VARIANTS) else frozenset()
         fits = [ev for ev in scored
-                if word in words.split_words(ev.candidate.name) or eq & set(words.split_words(ev.candidate.name))]
+                if word in words.split_words(ev.candidate.key) or eq & set(words.split_words(ev.candidate.key))]
         if len(fits) >= 2 or (fits and not scoring.is_identical(fits[0].candidate)):
             for ev in fits:
-                ev.lever = "bare_names"
+                ev.lever = BARE_NAMES
             return fits
-    if lever(settings, "typed_mentions"):
+    if lever(settings, TYPED_MENTIONS):
         same = [ev for ev in scored if scoring.is_identical(ev.candidate) and ev.candidate.how != "org_suffix"]
         if len({ev.candidate.entity_type for ev in same}) >= 2:
             for ev in same:
-                ev.lever = "typed_mentions"
+                ev.lever = TYPED_MENTIONS
             return same
     return []
 

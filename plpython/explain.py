@@ -19,7 +19,7 @@ from callstate import CallState
 from fold import fold
 from mentions import check_text, check_type, datetime_of
 from resolve import ALIAS, MEMORY
-from settings import lever
+from settings import ALIAS_MEMORY, TYPED_MENTIONS, lever
 
 # explain_mention probes lower than resolution so that near misses under the
 # floor are visible too.
@@ -51,7 +51,7 @@ def _probed(plpy, bank_id, key, forms, cfg):
     best, names, found = {}, {}, []
     for form in [key] + forms.probed:
         rows = probe.explain_candidates(plpy, bank_id, form, cfg["max_candidates"], EXPLAIN_LABEL_ROWS)
-        found.extend(scoring.Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), r["is_label"], {},
+        found.extend(scoring.Candidate(r["id"], r["key"], r["sim"], datetime_of(r["last_seen"]), r["is_label"], {},
                                        r["entity_type"], None if form == key else form) for r in rows)
         names.update((r["id"], r["canonical_name"]) for r in rows)
     hits = probe.exact(plpy, bank_id, forms.exact) if forms.exact else {}
@@ -59,7 +59,7 @@ def _probed(plpy, bank_id, key, forms, cfg):
         for h in hits.get(form, ()):
             if h.kind != "label":
                 names[h.id] = h.name
-                found.append(scoring.Candidate(h.id, h.lname, 1.0, datetime_of(h.last_seen), False, {}, h.type,
+                found.append(scoring.Candidate(h.id, h.key, 1.0, datetime_of(h.last_seen), False, {}, h.type,
                                                form))
     for cand in found:
         old = best.get(cand.id)
@@ -81,7 +81,7 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     data = banks.name_data(plpy, cfg)
     probe_at = candidates_mod.probe_threshold(cfg)
     texts = [mention] + [x for x in (nearby or []) if x is not None]
-    typed = mention_type is not None and lever(cfg, "typed_mentions")
+    typed = mention_type is not None and lever(cfg, TYPED_MENTIONS)
     if typed:
         texts.append(mention_type)
     lowered, epochs, _ = fold(plpy, texts, [event_date], min(EXPLAIN_PROBE, probe_at), ["event_date"])
@@ -123,5 +123,5 @@ def _exact(plpy, bank_id, key, wanted, is_label, cfg):
         return [_exact_row(hit.id, hit.name, ALIAS)]
     found = memory.remembered(key, wanted, hits, CallState(), cfg)
     if found is not None:
-        return [_exact_row(found[0], found[1], MEMORY, "alias_memory")]
+        return [_exact_row(found[0], found[1], MEMORY, ALIAS_MEMORY)]
     return None

@@ -18,5 +18,3 @@ the bigint keys applications use.
 
 BANK = 1162018817      # 0x45520001
 CREATION = 1162018818  # 0x45520002
-
-SQL_CREATION_LOCK = "SELECT pg_advisory_xact_lock(%d, hashtext($1))" % CREATION

@@ -25,19 +25,19 @@ from typing import Any, Dict, Optional, Tuple
 import probe
 import words
 from callstate import CallState
-from settings import lever
+from settings import ALIAS_MEMORY, lever
 
 MEMORY_MIN_SCORE = 0.9
 
 
 def remembers(key: str, cfg: Dict[str, Any]) -> bool:
     """Whether the lever applies to a form at all."""
-    return lever(cfg, "alias_memory") and len(words.split_words(key)) >= 2
+    return lever(cfg, ALIAS_MEMORY) and len(words.split_words(key)) >= 2
 
 
 def remembered(key: str, mention_type: Optional[str], hits: Dict[str, Any], state: CallState,
                cfg: Dict[str, Any]) -> Optional[Tuple[str, str, str]]:
-    """The entity a form resolves to by memory, as (id, canonical name, lowered name), or None."""
+    """The entity a form resolves to by memory, as (id, canonical name, key), or None."""
     if not remembers(key, cfg):
         return None
     bank = probe.memory_hit(hits, key)
@@ -45,25 +45,25 @@ def remembered(key: str, mention_type: Optional[str], hits: Dict[str, Any], stat
     if bank is not None:
         if bank.entities > 1:
             return None
-        known[bank.id] = (bank.type, bank.name, bank.lname)
+        known[bank.id] = (bank.type, bank.name, bank.key)
     if len(known) != 1:
         return None
-    entity, (etype, name, lname) = next(iter(known.items()))
-    if lname == key:
+    entity, (etype, name, entity_key) = next(iter(known.items()))
+    if entity_key == key:
         return None         # the entity's own name: resolution finds it as it is
     if mention_type is not None and etype is not None and etype != mention_type:
         return None
     named = probe.name_hit(hits, key, mention_type) or state.created_named(key, mention_type)
     if named is not None and named.id != entity:
         return None
-    return entity, name, lname
+    return entity, name, entity_key
 
 
 def learn(state: CallState, key: str, score: Optional[float], entity: Tuple[str, Optional[str], str, str],
           cfg: Dict[str, Any]) -> None:
     """Count a confident resolution of the call (as the provenance will once written).
 
-    ``entity``: (id, type, canonical name, lowered name) of what it resolved to.
+    ``entity``: (id, type, canonical name, key) of what it resolved to.
     """
     if score is not None and round(score, 6) >= MEMORY_MIN_SCORE and remembers(key, cfg):
         state.memory.setdefault(key, {})[entity[0]] = entity[1:]

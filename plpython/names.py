@@ -66,11 +66,6 @@ class NameData:
 EMPTY = NameData()
 
 
-def is_initial(word: str) -> bool:
-    """A single letter: "r" in "R. Smith"."""
-    return len(word) == 1 and word.isalpha()
-
-
 def stripped(key: str, data: NameData) -> Optional[str]:
     """The name without its legal forms, as words joined by spaces; None when it has none."""
     w = tuple(words.split_words(key))
@@ -111,11 +106,3 @@ def organisation_words(a: str, b: str, data: NameData) -> Optional[bool]:
     if sa == wa and sb == wb:
         return None
     return sa == sb
-
-
-def same_organisation(a: str, b: str, data: NameData) -> bool:
-    """True iff two names differ only by legal forms at their ends ("acme inc" / "acme corp")."""
-    wa, wb = tuple(words.split_words(a)), tuple(words.split_words(b))
-    if wa == wb:
-        return False
-    return bool(wa) and data.strip_suffixes(wa) == data.strip_suffixes(wb)

@@ -26,11 +26,11 @@ class Hit(NamedTuple):
     """An entity found by exact name or alias."""
 
     id: str
-    name: str
+    name: str                # canonical_name, as written
     kind: str
     type: Optional[str] = None
     via: str = "name"        # "name", "alias" or "memory"
-    lname: str = ""          # lower(canonical_name)
+    key: str = ""            # lower(canonical_name)
     entities: int = 1        # memory: how many entities the form went to with confidence
     last_seen: Optional[float] = None   # epoch of the entity's last_seen (names)
 
@@ -44,7 +44,7 @@ class Hit(NamedTuple):
 # filters, where a key costs one index descent whatever the bank's size.
 SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
-       'name' AS via, lower(e.canonical_name) AS lname, 1::bigint AS n,
+       'name' AS via, lower(e.canonical_name) AS entity_key, 1::bigint AS n,
        extract(EPOCH FROM e.last_seen)::float8 AS last_seen
   FROM each_key($2::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
@@ -54,7 +54,7 @@ SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.ent
        OFFSET 0) AS e  -- noqa: AM09
 UNION ALL
 SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'alias' AS via,
-       lower(e.canonical_name) AS lname, 1 AS n, NULL AS last_seen
+       lower(e.canonical_name) AS entity_key, 1 AS n, NULL AS last_seen
   FROM entity_aliases AS a
  INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
  WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
@@ -72,7 +72,7 @@ SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind,
 _UNION_MEMORY = """
 UNION ALL
 SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'memory' AS via,
-       lower(e.canonical_name) AS lname, r.n, NULL AS last_seen
+       lower(e.canonical_name) AS entity_key, r.n, NULL AS last_seen
   FROM each_key($4::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT k.key, min(m.entity_id::text)::uuid AS id, count(DISTINCT m.entity_id) AS n
@@ -97,11 +97,11 @@ SQL_EXACT_MEMORY = SQL_EXACT + _UNION_MEMORY
 # a bank the planner believes small (no statistics yet) is not read row by
 # row through a btree's bank prefix instead (migration 0014).
 SQL_CANDIDATES = """
-SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 AS sim,
+SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.key, c.sim::float8 AS sim,
        c.last_seen, c.entity_type
   FROM unnest($2::text[]) WITH ORDINALITY AS q (m, i)
  CROSS JOIN LATERAL (  -- noqa: ST05
-       SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
+       SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS key,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
               extract(EPOCH FROM e.last_seen)::float8 AS last_seen
          FROM entities AS e
@@ -111,7 +111,7 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
         ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
         LIMIT $3
        ) AS c
- ORDER BY q.i ASC, c.sim DESC, c.name ASC, coalesce(c.entity_type, '') ASC, c.id ASC
+ ORDER BY q.i ASC, c.sim DESC, c.key ASC, coalesce(c.entity_type, '') ASC, c.id ASC
 """
 
 # A call's probe, in one statement: the keys marked narrow ($4) read only
@@ -124,7 +124,7 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.name, c.sim::float8 
 # threshold reads them all. Each branch runs only for its keys (a one-time
 # filter on the key's mark).
 _IDENTICAL_ROWS = """
-      (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
+      (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS key,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
               extract(EPOCH FROM e.last_seen)::float8 AS last_seen
          FROM entities AS e
@@ -148,7 +148,7 @@ SQL_PROBE = (SQL_CANDIDATES
 # explain_mention: regular rows at a lower probe (plus the label rows, which
 # resolution never sees, so that explain can say why they were skipped).
 SQL_EXPLAIN_CANDIDATES = """
-(SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS name,
+(SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS key,
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
         extract(EPOCH FROM e.last_seen)::float8 AS last_seen, FALSE AS is_label, e.entity_type
    FROM entities AS e
@@ -157,7 +157,7 @@ SQL_EXPLAIN_CANDIDATES = """
   ORDER BY sim DESC, lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
   LIMIT $3)
 UNION ALL
-(SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS name,
+(SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS key,
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
         extract(EPOCH FROM e.last_seen)::float8 AS last_seen, TRUE AS is_label, e.entity_type
    FROM entities AS e
@@ -175,7 +175,7 @@ UNION ALL
 #           earlier in the same call are counted in a degree only once).
 # The nearby names' entities (context_by_entity adds aliases: _NEAR_BY_NAME_OR_ALIAS).
 _NEAR_BY_NAME = """near AS (
-    SELECT e.id, lower(e.canonical_name) AS name
+    SELECT e.id, lower(e.canonical_name) AS key
       FROM each_key($3::text[]) AS k (key)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name FROM entities AS x
@@ -186,7 +186,7 @@ _NEAR_BY_NAME = """near AS (
 SQL_CONTEXT = """
 WITH """ + _NEAR_BY_NAME + """
 
-SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
+SELECT 'near' AS kind, near.id::text AS a, near.key AS b,
        (SELECT count(*) FROM entity_cooccurrences AS x
          WHERE x.bank_id = $1 AND x.entity_id_1 = near.id AND x.cooccurrence_count > 0)
        + (SELECT count(*) FROM entity_cooccurrences AS x
@@ -209,7 +209,7 @@ SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
 # context_by_entity: a nearby name reaches its entity through an alias too.
 _NEAR_BY_NAME_OR_ALIAS = _NEAR_BY_NAME.replace("-- noqa: AM09\n)", """-- noqa: AM09
     UNION
-    SELECT a.entity_id AS id, lower(a.alias) AS name
+    SELECT a.entity_id AS id, lower(a.alias) AS key
       FROM entity_aliases AS a
      WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
 )""")
@@ -257,7 +257,7 @@ eff AS (
       FULL JOIN pend AS p ON t.a = p.a AND t.b = p.b
 )
 
-SELECT 'near' AS kind, near.id::text AS a, near.name AS b,
+SELECT 'near' AS kind, near.id::text AS a, near.key AS b,
        (SELECT count(*) FROM eff WHERE eff.n > 0 AND (eff.a = near.id OR eff.b = near.id)) AS n
   FROM near
 UNION ALL
@@ -314,7 +314,7 @@ def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = (),
     out: Dict[str, List[Hit]] = {}
     for r in rows:
         out.setdefault(r["key"], []).append(
-            Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["lname"], r["n"],
+            Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["entity_key"], r["n"],
                 r["last_seen"]))
     order = {"alias": 0, "name": 1, "memory": 2}
     for hits in out.values():
@@ -383,7 +383,7 @@ def _by_key(keys: List[str], rows) -> Tuple[Dict[str, List[Candidate]], Dict[str
     names: Dict[str, str] = {}
     for r in rows:
         by_key[keys[r["i"] - 1]].append(
-            Candidate(r["id"], r["name"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
+            Candidate(r["id"], r["key"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
         names[r["id"]] = r["canonical_name"]
     return by_key, names
 
@@ -397,7 +397,7 @@ def explain_candidates(plpy, bank_id: str, key: str, limit: int, label_rows: int
 class Context(NamedTuple):
     """What the bank knows around a fact: entities by nearby name, their degrees, pairs."""
 
-    near: Dict[str, Set[str]]     # lowered name -> the entities of that name (or alias)
+    near: Dict[str, Set[str]]     # key (folded name or alias) -> the entities of that name (or alias)
     degree: Dict[str, int]        # entity id -> distinct partners
     pairs: Set[Tuple[str, str]]   # (candidate id, near entity id) that co-occur
     known: Set[Tuple[str, str]]   # of the pairs asked about, those the bank has
@@ -457,4 +457,4 @@ def trigrams_of(plpy, keys: List[str]) -> List[str]:
 
 def order_key(c: Candidate):
     """Probe order: similarity descending, then name, type and id (see SQL_CANDIDATES)."""
-    return (-c.trigram_similarity, c.name, c.entity_type or "", c.id)
+    return (-c.trigram_similarity, c.key, c.entity_type or "", c.id)

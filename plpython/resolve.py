@@ -35,7 +35,7 @@ from candidates import View
 from errors import InputError
 from fold import Folded, fold_facts
 from mentions import check_text, check_type, datetime_of, item, load_mentions, parse_elements
-from settings import lever
+from settings import TYPED_MENTIONS, lever
 
 # Decision codes of provenance (mentions.decision) and of lookup_mention.
 RESOLVED, CREATED, LITERAL, LABEL, ALIAS = "resolved", "created", "literal", "label", "alias"
@@ -89,7 +89,7 @@ class Outcome(NamedTuple):
     created: bool
     score: Optional[float]
     decision: str
-    lname: str = ""     # lower(canonical_name), for the call's state
+    key: str = ""       # lower(canonical_name), for the call's state
 
 
 # -- limits --------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def direct(call: Call, i: int, view: View, state: CallState) -> Optional[Outcome
     key, wanted = call.folded.keys[i], mention_type(call.folded, call.exact, i)
     hit = probe.alias_hit(view.hits, key)
     if hit is not None and _compatible(hit.type, wanted):
-        return Outcome(hit.id, hit.name, False, None, ALIAS, hit.lname)
+        return Outcome(hit.id, hit.name, False, None, ALIAS, hit.key)
     if i not in call.regular:
         return None
     found = memory.remembered(key, wanted, view.hits, state, call.cfg)
@@ -262,14 +262,14 @@ def settle_fact(call: Call, fact_index: int, settled: Dict[int, Outcome], decide
         # Literal and label mentions: the bank's name, or a name the call created.
         hit = _named(call, i, view, state, False)
         if hit is not None:
-            outcomes[i] = Outcome(hit.id, hit.name, False, None, call.exact[i], hit.lname)
+            outcomes[i] = Outcome(hit.id, hit.name, False, None, call.exact[i], hit.key)
         else:
             fixed_new.setdefault((call.folded.keys[i], mention_type(call.folded, call.exact, i)),
                                  "label" if call.exact[i] == LABEL else "regular")
     for i, (best, _) in decided.items():
         if best is not None:
             c = best.candidate
-            outcomes[i] = Outcome(c.id, candidates.name_of(c, view, state), False, best.score, RESOLVED, c.name)
+            outcomes[i] = Outcome(c.id, candidates.name_of(c, view, state), False, best.score, RESOLVED, c.key)
     unresolved = []
     for i in indexes:
         if i in outcomes or i in call.exact:
@@ -278,7 +278,7 @@ def settle_fact(call: Call, fact_index: int, settled: Dict[int, Outcome], decide
             continue        # the same name as a literal one of the fact, not found: that entity
         hit = _named(call, i, view, state, True)
         if hit is not None:
-            outcomes[i] = Outcome(hit.id, hit.name, False, decided.get(i, (None, None))[1], RESOLVED, hit.lname)
+            outcomes[i] = Outcome(hit.id, hit.name, False, decided.get(i, (None, None))[1], RESOLVED, hit.key)
         else:
             unresolved.append(i)
     made = create.fixed(call.items, indexes, call.folded, fixed_new, state)
@@ -298,13 +298,13 @@ def _record_fact(call: Call, fact_index: int, fact: Fact, outcomes: List[Outcome
     folded = call.folded
     indexes = folded.items_of(fact_index)
     for n, (i, o) in enumerate(zip(indexes, outcomes)):
-        state.meet(o.entity_id, o.lname)
+        state.meet(o.entity_id, o.key)
         state.record_mention(o.entity_id, folded.epochs[i], folded.dates[i])
         state.provenance.append((fact.unit_id, fact.first_ordinal + n, call.items[i]["text"], o.entity_id,
                                  o.decision, o.score, folded.dates[i]))
         if o.decision == RESOLVED and decided.get(i, (None,))[0] is not None:
             etype = decided[i][0].candidate.entity_type
-            memory.learn(state, folded.keys[i], o.score, (o.entity_id, etype, o.canonical_name, o.lname), call.cfg)
+            memory.learn(state, folded.keys[i], o.score, (o.entity_id, etype, o.canonical_name, o.key), call.cfg)
     if fact.link:
         state.record_unit(fact.unit_id, [o.entity_id for o in outcomes], fact.event_date, fact.members)
 
@@ -379,7 +379,7 @@ def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:
     cfg = bank.cfg
     items = [it for f in facts for it in f.items]
     folded = fold_facts(plpy, facts, default_event_date, candidates.probe_threshold(cfg),
-                        lever(cfg, "typed_mentions"))
+                        lever(cfg, TYPED_MENTIONS))
     exact, regular = classify(items, folded.keys, bank, cfg)
     return Call(plpy, bank, cfg, banks.name_data(plpy, cfg), items, folded, exact, frozenset(regular))
 

@@ -36,14 +36,14 @@ PRECISION = 6
 
 @dataclass
 class Candidate:
-    """An existing entity probed for a mention (name lowercased by PostgreSQL)."""
+    """An existing entity probed for a mention: ``key``, its name folded by PostgreSQL's lower()."""
 
     id: Any
-    name: str
+    key: str
     trigram_similarity: float
     last_seen: Optional[datetime]
     is_label: bool = False
-    # lowered partner canonical name -> degree (distinct entities it co-occurs with)
+    # partner key (folded canonical name) -> degree (distinct entities it co-occurs with)
     partners: Dict[str, int] = field(default_factory=dict)
     # the type the entity was created with (lowercased), None when untyped
     entity_type: Optional[str] = None
@@ -146,7 +146,7 @@ def is_identical(cand: Candidate) -> bool:
 def score(mention: str, cand: Candidate, context: FrozenSet[str], event_date: Optional[datetime],
           settings: Dict[str, Any]) -> Evaluation:
     """Score a candidate that passed the screen: every signal, the weighted total."""
-    name = name_similarity(cand.form or mention, cand.name)
+    name = name_similarity(cand.form or mention, cand.key)
     cooc = damped_share(context, cand.partners)
     recency = recency_score(event_date, cand.last_seen, settings["recency_window_days"])
     if is_identical(cand):

@@ -12,7 +12,7 @@ import names as names_mod
 import words
 from scoring import (BELOW_FLOOR, LABEL_ROW, PRECISION, TYPE_MISMATCH, WORD_MISMATCH, Candidate, Evaluation,
                      is_identical)
-from settings import lever
+from settings import BARE_NAMES, NAME_VARIANTS, ORG_SUFFIXES, TYPED_MENTIONS, lever
 
 
 # The mention types an organisation's legal forms apply to (an untyped mention too).
@@ -47,9 +47,9 @@ def stops_at_identical(mention: str, settings: Dict[str, Any]) -> Optional[str]:
     """
     if not identical_is_final(settings):
         return None
-    if lever(settings, "bare_names") and len(words.split_words(mention)) == 1:
+    if lever(settings, BARE_NAMES) and len(words.split_words(mention)) == 1:
         return None
-    return "block" if lever(settings, "typed_mentions") else "first"
+    return "block" if lever(settings, TYPED_MENTIONS) else "first"
 
 
 class _Rules(NamedTuple):
@@ -63,9 +63,9 @@ class _Rules(NamedTuple):
 
 
 def _rules(mention, settings, mention_type, names) -> _Rules:
-    typed = mention_type if lever(settings, "typed_mentions") else None
-    orgs = names if names is not None and lever(settings, "org_suffixes") and mention_type in ORG_TYPES else None
-    eq = names.equivalents if names is not None and lever(settings, "name_variants") else None
+    typed = mention_type if lever(settings, TYPED_MENTIONS) else None
+    orgs = names if names is not None and lever(settings, ORG_SUFFIXES) and mention_type in ORG_TYPES else None
+    eq = names.equivalents if names is not None and lever(settings, NAME_VARIANTS) else None
     return _Rules(mention, settings["merge_min_similarity"], typed, orgs, eq)
 
 
@@ -81,21 +81,21 @@ def _screen_one(cand: Candidate, r: _Rules) -> Screened:
         return _skip(cand, LABEL_ROW)
     if r.mention_type is not None and cand.entity_type is not None and cand.entity_type != r.mention_type:
         # "Jordan" the person is no candidate for "Jordan" the country.
-        return _skip(cand, TYPE_MISMATCH, lever_name="typed_mentions")
+        return _skip(cand, TYPE_MISMATCH, lever_name=TYPED_MENTIONS)
     # pg_trgm returns a float4: 0.35 arrives as 0.3499999940395355, so the
     # similarity is compared at 6 decimals, like the score.
     if round(cand.trigram_similarity, PRECISION) < r.floor:
         # "Tigran"/"Iran" is 0.80 by sequence ratio but 0.20 by trigram:
         # short names that merely look alike are not merged on history.
         return _skip(cand, BELOW_FLOOR)
-    org = names_mod.organisation_words(r.mention, cand.name, r.orgs) if r.orgs is not None else None
+    org = names_mod.organisation_words(r.mention, cand.key, r.orgs) if r.orgs is not None else None
     if org is True and not is_identical(cand):
         # "Acme Inc" / "ACME Corp": one name, its legal forms aside.
         return dataclasses.replace(cand, how="org_suffix"), None
     if org is False:
         # "Acme Bank" is not "Acme Inc"; "Innotech LLC" is not "Initech LLC".
-        return _skip(cand, WORD_MISMATCH, False, "words", "org_suffixes")
-    why, how = words.tokens_match(r.mention, cand.name, r.equivalents)
+        return _skip(cand, WORD_MISMATCH, False, "words", ORG_SUFFIXES)
+    why, how = words.tokens_match(r.mention, cand.key, r.equivalents)
     if why is not None:
         return _skip(cand, WORD_MISMATCH, False, why)
     if how is not None and r.equivalents is not None:

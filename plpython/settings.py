@@ -16,6 +16,18 @@ from typing import Any, Dict, Optional, Tuple
 
 from errors import InputError, type_name as _type_name
 
+# The enhanced profile's levers (docs/accuracy.md), each a setting of its own:
+# code names a lever by its constant, and lever() refuses any other name, so a
+# misspelt lever is an error rather than a lever silently off.
+BARE_NAMES = "bare_names"
+NAME_VARIANTS = "name_variants"
+ORG_SUFFIXES = "org_suffixes"
+TYPED_MENTIONS = "typed_mentions"
+CONTEXT_BY_ENTITY = "context_by_entity"
+ALIAS_MEMORY = "alias_memory"
+MISSPELLINGS = "misspellings"
+LEVERS = (BARE_NAMES, NAME_VARIANTS, ORG_SUFFIXES, TYPED_MENTIONS, CONTEXT_BY_ENTITY, ALIAS_MEMORY, MISSPELLINGS)
+
 DEFAULTS = {
     "name_weight": 0.5,
     "cooccurrence_weight": 0.3,
@@ -41,13 +53,7 @@ DEFAULTS = {
     # "enhanced": the levers below, each of which can be switched off
     # (docs/accuracy.md); they do nothing under "reference".
     "profile": "enhanced",
-    "bare_names": True,
-    "name_variants": True,
-    "org_suffixes": True,
-    "typed_mentions": True,
-    "context_by_entity": True,
-    "alias_memory": True,
-    "misspellings": True,
+    **{name: True for name in LEVERS},
     # The bank's own name data, over the shipped tables name_variants and
     # org_suffixes: [name, variant] pairs and legal forms to add or to remove.
     "name_variants_add": [],
@@ -62,8 +68,6 @@ MAX_NAME_DATA = 1000
 MAX_WORD_CHARS = 100
 
 PROFILES = ("reference", "enhanced")
-LEVERS = ("bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity", "alias_memory",
-          "misspellings")
 
 # key -> (kind, low, high, low_inclusive). Each range says what a value means:
 # weights, the threshold and trigram similarities are fractions of 1.
@@ -88,13 +92,7 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "max_nearby_per_mention": ("int", 0, 100000, True),
     "allow_undeclared_labels": ("bool", 0, 0, True),
     "profile": ("enum", 0, 0, True),
-    "bare_names": ("bool", 0, 0, True),
-    "name_variants": ("bool", 0, 0, True),
-    "org_suffixes": ("bool", 0, 0, True),
-    "typed_mentions": ("bool", 0, 0, True),
-    "context_by_entity": ("bool", 0, 0, True),
-    "alias_memory": ("bool", 0, 0, True),
-    "misspellings": ("bool", 0, 0, True),
+    **{name: ("bool", 0, 0, True) for name in LEVERS},
     "name_variants_add": ("pairs", 0, MAX_NAME_DATA, True),
     "name_variants_remove": ("pairs", 0, MAX_NAME_DATA, True),
     "org_suffixes_add": ("words", 0, MAX_NAME_DATA, True),
@@ -197,6 +195,15 @@ def _name_data(key: str, kind: str, value: Any, argument: str) -> list:
     return out
 
 
+def _unknown(what: str, name: Any, known, argument: str) -> InputError:
+    """The error for a name that is not one of ``known``, with the closest one as a hint."""
+    hint = difflib.get_close_matches(str(name), list(known), n=1)
+    message = "unknown %s %s" % (what, _show(name))
+    if hint:
+        message += ' (did you mean "%s"?)' % hint[0]
+    return InputError(message, argument)
+
+
 def validate_settings(overrides: Any, argument: str = "settings") -> Dict[str, Any]:
     """Validate a settings object and return only its keys, normalised."""
     if not isinstance(overrides, dict):
@@ -204,11 +211,7 @@ def validate_settings(overrides: Any, argument: str = "settings") -> Dict[str, A
     result: Dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in _RULES:
-            hint = difflib.get_close_matches(str(key), list(_RULES), n=1)
-            message = "unknown key %s" % _show(key)
-            if hint:
-                message += ' (did you mean "%s"?)' % hint[0]
-            raise InputError(message, argument)
+            raise _unknown("key", key, _RULES, argument)
         result[key] = _check(key, value, argument)
     return result
 
@@ -222,5 +225,11 @@ def effective_settings(overrides: Optional[Dict[str, Any]] = None) -> Dict[str, 
 
 
 def lever(settings: Dict[str, Any], name: str) -> bool:
-    """True iff a lever is on: its own setting, under the enhanced profile."""
-    return settings.get("profile") == "enhanced" and bool(settings.get(name))
+    """True iff a lever is on: its own setting, under the enhanced profile.
+
+    ``name`` is one of LEVERS; any other name raises (SQLSTATE 22023, naming
+    it), whatever the profile: a misspelt lever must not read as a lever off.
+    """
+    if name not in LEVERS:
+        raise _unknown("lever", name, LEVERS, "settings")
+    return settings.get("profile") == "enhanced" and bool(settings[name])

@@ -52,9 +52,9 @@ _MAPS: Dict[str, "NameMap"] = {}
 
 # The bank's regular names in the probe's tie order (rank), at most $2.
 SQL_SMALL_BANK = """
-SELECT b.name, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id,
-       row_number() OVER (ORDER BY b.name ASC, coalesce(b.entity_type, '') ASC, b.id ASC) AS rank
-  FROM (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS name,
+SELECT b.key, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id,
+       row_number() OVER (ORDER BY b.key ASC, coalesce(b.entity_type, '') ASC, b.id ASC) AS rank
+  FROM (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS key,
                extract(EPOCH FROM e.last_seen)::float8 AS last_seen
           FROM entities AS e
          WHERE e.bank_id = $1 AND e.entity_kind <> 'label'
@@ -132,7 +132,7 @@ class SmallBank:
         self.map = name_map
         self.rows_of: Dict[str, List[int]] = {}
         for n, r in enumerate(self.rows):
-            self.rows_of.setdefault(r["name"], []).append(n)
+            self.rows_of.setdefault(r["key"], []).append(n)
 
     def matches(self, key: str, threshold: float) -> List[Tuple[float, int]]:
         """(similarity, row) of every row at or above ``threshold``, best first, ties in row order."""
@@ -150,7 +150,7 @@ class SmallBank:
             by_key[key] = []
             for sim, n in self.matches(key, 1.0 if identical_only else threshold)[:limit]:
                 r = self.rows[n]
-                by_key[key].append(Candidate(r["id"], r["name"], sim, datetime_of(r["last_seen"]),
+                by_key[key].append(Candidate(r["id"], r["key"], sim, datetime_of(r["last_seen"]),
                                              entity_type=r["entity_type"]))
                 names[r["id"]] = r["canonical_name"]
         return by_key, names
@@ -195,7 +195,7 @@ def read(plpy, bank, keys: Sequence[str], mode: str, table_rows: float) -> Optio
     if len(rows) > most:
         _LARGER[bank.id] = most
         return None
-    sets = trigram_sets(plpy, [r["name"] for r in rows] + list(keys))
+    sets = trigram_sets(plpy, [r["key"] for r in rows] + list(keys))
     name_map = _map_of(bank.id)
-    name_map.update({r["name"]: sets[r["name"]] for r in rows})
+    name_map.update({r["key"]: sets[r["key"]] for r in rows})
     return SmallBank({k: sets[k] for k in keys}, rows, name_map)

@@ -85,6 +85,17 @@ def test_a_bad_type_is_refused_naming_it_and_changes_nothing(bank, bad, sqlstate
     assert bank.row_counts() == before
 
 
+def test_a_misspelt_lever_is_refused_naming_it_and_changes_nothing(bank):
+    # Read as a setting nobody wrote, "bare_name" would leave the lever as it was, unnoticed.
+    bank.configure({"bare_names": False})
+    with pytest.raises(psycopg.Error) as err:
+        bank.configure({"bare_name": True})
+    assert err.value.sqlstate == "22023"
+    assert str(err.value).startswith('settings: unknown key "bare_name" (did you mean "bare_names"?)')
+    assert bank.conn.execute(f"SELECT settings FROM {ER}.banks WHERE bank_id = %s",
+                             (bank.id,)).fetchone()[0] == {"bare_names": False}
+
+
 # -- organisations and nicknames ---------------------------------------------------------
 
 def test_an_organisation_under_several_legal_forms_is_one_entity(bank):

@@ -5,6 +5,7 @@ reference profile none of them does anything (test_scoring.py pins the
 reference decisions).
 """
 
+import ast
 import dataclasses
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -22,6 +23,7 @@ from decide import MIN_CONTEXT, MISSPELT_CONTEXT, MISSPELT_NAME, evaluate
 from probe import Hit
 from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
 from screen import screen, settled_by_identical, stops_at_identical
+from errors import InputError
 from settings import DEFAULTS, LEVERS, lever
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
@@ -44,7 +46,7 @@ def cand(name, trigram=0.5, last_seen=LONG_AGO, partners=None, etype=None, id=No
 
 
 def decisions(evaluations):
-    return {ev.candidate.name: ev.decision for ev in evaluations}
+    return {ev.candidate.key: ev.decision for ev in evaluations}
 
 
 # -- switches ------------------------------------------------------------------------
@@ -55,6 +57,26 @@ def test_every_lever_is_on_in_the_enhanced_profile_only_and_switches_off_alone()
         assert not lever(REFERENCE, name)
         assert not lever(dict(ENHANCED, **{name: False}), name)
         assert all(lever(dict(ENHANCED, **{name: False}), other) for other in LEVERS if other != name)
+
+
+def test_a_misspelt_lever_is_an_error_not_a_lever_off():
+    # "bare_name" read as a missing setting used to switch the lever off unnoticed.
+    for settings in (ENHANCED, REFERENCE):
+        with pytest.raises(InputError) as raised:
+            lever(settings, "bare_name")
+        assert (str(raised.value), raised.value.sqlstate) == (
+            'settings: unknown lever "bare_name" (did you mean "bare_names"?)', "22023")
+
+
+def test_the_stages_name_levers_by_their_constants():
+    # A literal would be checked only when its branch runs; a constant when the module loads.
+    plpython = Path(__file__).resolve().parents[2] / "plpython"
+    literals = []
+    for path in sorted(plpython.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "lever":
+                literals += [f"{path.name}:{node.lineno}" for a in node.args[1:] if isinstance(a, ast.Constant)]
+    assert literals == []
 
 
 # -- names.py --------------------------------------------------------------------------
@@ -279,9 +301,9 @@ def test_stopping_at_identical_names_changes_neither_the_choice_nor_its_score(me
 def _as_probed(cands, mention):
     """The candidates in probe order, with similarities as the probe gives them: 1.0 exactly when the
     name has the trigram set of what found it (the mention, or the form), below otherwise."""
-    cands = [dataclasses.replace(c, trigram_similarity=1.0 if _same_trigrams(c.name, c.form or mention)
+    cands = [dataclasses.replace(c, trigram_similarity=1.0 if _same_trigrams(c.key, c.form or mention)
                                  else min(c.trigram_similarity, 0.6)) for c in cands]
-    return sorted(cands, key=lambda c: (-c.trigram_similarity, c.name, c.entity_type or "", c.id))
+    return sorted(cands, key=lambda c: (-c.trigram_similarity, c.key, c.entity_type or "", c.id))
 
 
 @hsettings(max_examples=400, deadline=None)
@@ -294,7 +316,7 @@ def test_identical_rows_that_settle_a_mention_decide_it_as_the_whole_probe(menti
     # of similarity 1.0 of a key they settle: the choice, its score and the
     # best score must be those of every row. (twin: an entity of the
     # mention's name, as the bank has for a key probed this way.)
-    cands = cands + [dataclasses.replace(twin, name=mention, form=None, id="twin")]
+    cands = cands + [dataclasses.replace(twin, key=mention, form=None, id="twin")]
     ordered = _as_probed(cands, mention)
     identical = [c for c in ordered if c.trigram_similarity >= 1.0]
     assume(settled_by_identical(mention, identical, cfg, mention_type, DATA))

@@ -259,7 +259,7 @@ NEARBY = st.lists(st.sampled_from(["acme", "user", "react", "renewal", "alex"]),
 CANDIDATE = st.builds(
     Candidate,
     id=st.integers(),
-    name=NAME,
+    key=NAME,
     trigram_similarity=st.one_of(st.sampled_from([0.0, 0.3, 0.5, 1.0]), st.floats(0.0, 1.0)),
     last_seen=st.one_of(st.none(), st.integers(-10 * 24, 10 * 24).map(lambda h: NOW + timedelta(hours=h))),
     is_label=st.booleans(),
@@ -346,7 +346,7 @@ def test_stop_at_identical_is_off_when_the_weights_can_add_up_to_more_than_one()
     assert not identical_is_final(heavy)
     _, best = evaluate("wren", cands, ["acme"], NOW, heavy, stop_at_identical=True)
     # 0.6 * 0.89 + 0.5 + 0.3 > 1.0: the later candidate outscores the identical one.
-    assert best.candidate.name == "wrenn" and best.score > 1.0
+    assert best.candidate.key == "wrenn" and best.score > 1.0
 
 
 def test_identical_is_final_follows_the_float_sum_of_the_weights():
@@ -359,7 +359,7 @@ def test_identical_is_final_follows_the_float_sum_of_the_weights():
     assert not identical_is_final(heavy)
     cands = [cand("wren 🎵", trigram=1.0), cand("wren", trigram=0.99, last_seen=NOW, partners={"acme": 1})]
     evaluations, best = evaluate("wren", cands, ["acme"], NOW, heavy, stop_at_identical=True)
-    assert best.candidate.name == "wren 🎵"
+    assert best.candidate.key == "wren 🎵"
     assert max(ev.score for ev in evaluations) == 1.0000000000000002
 
 

@@ -6,7 +6,7 @@ import trigrams
 from small_bank import BANK_MAX, WORTH_MIN, NameMap, SmallBank, worth_reading
 
 TRIGRAMS = st.frozensets(st.sampled_from([f"t{i:02d}" for i in range(24)]), max_size=12)
-# Rows by name: a lower-cased name may stand twice (two entity types).
+# Rows by key: a folded name may stand twice (two entity types).
 NAMES = st.lists(st.tuples(st.integers(0, 30), TRIGRAMS), max_size=40)
 
 
@@ -15,7 +15,7 @@ def bank_of(key, named):
     sets = {}
     for number, s in named:
         sets.setdefault(f"name {number}", s)
-    rows = [{"id": f"id{n}", "name": f"name {number}", "canonical_name": f"Name {number}",
+    rows = [{"id": f"id{n}", "key": f"name {number}", "canonical_name": f"Name {number}",
              "last_seen": None, "entity_type": None} for n, (number, _) in enumerate(named)]
     name_map = NameMap()
     name_map.update(sets)
@@ -25,7 +25,7 @@ def bank_of(key, named):
 def every_row(bank, threshold):
     """The probe's rows by brute force: every row at or above the threshold, best first, then row order."""
     a = bank.keys["k"]
-    hits = [(trigrams.similarity(a, bank.map.sets[r["name"]]), n) for n, r in enumerate(bank.rows)]
+    hits = [(trigrams.similarity(a, bank.map.sets[r["key"]]), n) for n, r in enumerate(bank.rows)]
     return sorted(((sim, n) for sim, n in hits if sim >= threshold), key=lambda h: (-h[0], h[1]))
 
 
@@ -45,7 +45,7 @@ def test_candidates_cut_at_the_limit_and_identical_only_keeps_similarity_one(key
     same, names = bank.candidates(["k"], limit, 0.3, identical_only=True)
     assert all(c.trigram_similarity == 1.0 for c in same["k"])
     assert [c.id for c in same["k"]] == [f"id{n}" for n, r in enumerate(bank.rows)
-                                         if key and bank.map.sets[r["name"]] == key][:limit]
+                                         if key and bank.map.sets[r["key"]] == key][:limit]
     assert set(names) == {c.id for c in same["k"]}
 
 
