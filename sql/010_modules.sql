@@ -7,7 +7,8 @@
 -- per-session dictionary, so a call costs no extra statement.
 
 COMMENT ON SCHEMA {{ schema }} IS
-'entity_resolver: entity resolution for AI-agent memory. Start with resolve_mention, explain_mention and the facts table; internals live in the _internal schema.';
+'entity_resolver: entity resolution for AI-agent memory. Start with resolve_mention, explain_mention and the '
+'facts table; internals live in the _internal schema.';
 COMMENT ON SCHEMA {{ internal }} IS
 'entity_resolver internals: PL/Python bodies, triggers and helpers called by the public functions. Not an API.';
 
@@ -79,4 +80,5 @@ SET search_path = {{ search_path }}
 AS $$ resolve.last_call_statements $$;
 
 COMMENT ON FUNCTION {{ internal }}._last_call_statements() IS
-'Internal: how many SQL statements the last resolve or explain call of this session ran (a call runs a fixed handful whatever its batch size).';
+'Internal: how many SQL statements the last resolve or explain call of this session ran (a call runs a fixed '
+'handful whatever its batch size).';

@@ -136,7 +136,8 @@ SET search_path = {{ search_path }}
 AS $$ banks.configure_bank $$;
 
 COMMENT ON FUNCTION {{ schema }}.configure_bank(text, jsonb) IS
-'Validate and store a bank''s setting overrides (replacing earlier ones); returns the effective settings. An unknown key or out-of-range value is an error naming it.';
+'Validate and store a bank''s setting overrides (replacing earlier ones); returns the effective settings. An '
+'unknown key or out-of-range value is an error naming it.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.set_entity_labels(bank_id text, labels jsonb)
 RETURNS jsonb
@@ -147,7 +148,8 @@ SET search_path = {{ search_path }}
 AS $$ banks.set_entity_labels $$;
 
 COMMENT ON FUNCTION {{ schema }}.set_entity_labels(text, jsonb) IS
-'Validate and store a bank''s label groups ({"attributes": [{"key", "type", "values"|"fields"}]}); label mentions then resolve by exact match only.';
+'Validate and store a bank''s label groups ({"attributes": [{"key", "type", "values"|"fields"}]}); label '
+'mentions then resolve by exact match only.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.entity_labels_json_schema(bank_id text)
 RETURNS jsonb

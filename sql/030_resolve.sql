@@ -50,7 +50,9 @@ SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ resolve.resolve_mentions_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.resolve_mentions(text, jsonb, timestamptz) IS
-'Resolve a batch of mentions (jsonb array of strings or {text, nearby, event_date, resolve}); one row per element, in order. Same-batch new names are clustered; an element without nearby uses the other mention texts of the batch.';
+'Resolve a batch of mentions (jsonb array of strings or {text, nearby, event_date, resolve}); one row per '
+'element, in order. Same-batch new names are clustered; an element without nearby uses the other mention texts '
+'of the batch.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mention(
     bank_id text,
@@ -74,7 +76,9 @@ SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ resolve.resolve_mention_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.resolve_mention(text, text, text[], timestamptz, boolean) IS
-'Resolve one mention to an existing entity (name 0.5, co-occurrence 0.3, recency 0.2; threshold 0.6) or create one. resolve = false: exact case-insensitive match or a new entity spelled as given. A write: it records provenance and counts the mention (lookup_mention only looks).';
+'Resolve one mention to an existing entity (name 0.5, co-occurrence 0.3, recency 0.2; threshold 0.6) or create '
+'one. resolve = false: exact case-insensitive match or a new entity spelled as given. A write: it records '
+'provenance and counts the mention (lookup_mention only looks).';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.lookup_mention(
     bank_id text,
@@ -148,4 +152,5 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION {{ schema }}.fold_name(text) IS
-'A name folded as the resolver folds it: lower() with the collation of entities.canonical_name (the database default, or C.UTF-8 in a C-locale database). Compare with lower(canonical_name).';
+'A name folded as the resolver folds it: lower() with the collation of entities.canonical_name (the database '
+'default, or C.UTF-8 in a C-locale database). Compare with lower(canonical_name).';

@@ -932,7 +932,8 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.forget_unit(text, uuid) IS
 'Forget a unit of retain or link_unit: its provenance, links, mention counts and co-occurrences go; dates are '
-'recomputed; an entity left without a mention or link is removed unless an operator created or named it. Returns counts.';
+'recomputed; an entity left without a mention or link is removed unless an operator created or named it. '
+'Returns counts.';
 
 -- ---------------------------------------------------------------------------
 -- The facts table

@@ -233,7 +233,8 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION {{ schema }}.current_entity(text, uuid) IS
-'The entity an id stands for now: itself, the entity it was merged into, or NULL when it never existed or was forgotten.';
+'The entity an id stands for now: itself, the entity it was merged into, or NULL when it never existed or was '
+'forgotten.';
 
 -- ---------------------------------------------------------------------------
 -- Operator corrections: plan → apply → ledger → undo
@@ -1870,7 +1871,8 @@ BEGIN
     -- The judgements moved to the target go back to the sources.
     PERFORM _restore_judgements(b, image -> 'judgements', everyone);
     RETURN jsonb_build_object(
-        'entities_restored', cardinality(sources), 'mentions_restored', n_mentions, 'units_restored', cardinality(units),
+        'entities_restored', cardinality(sources), 'mentions_restored', n_mentions,
+        'units_restored', cardinality(units),
         'orphans_removed', _remove_orphans(b, everyone, image -> 'orphans')
     );
 END;

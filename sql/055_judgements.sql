@@ -383,7 +383,9 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._forget_judgements(text, uuid) IS
 'Internal (forget_entity): remove the judgements of an entity.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._restore_judgements(bank_id text, image jsonb, complete_for uuid[] DEFAULT '{}')
+CREATE OR REPLACE FUNCTION {{ internal }}._restore_judgements(
+    bank_id text, image jsonb, complete_for uuid[] DEFAULT '{}'
+)
 RETURNS bigint
 LANGUAGE plpgsql
 VOLATILE

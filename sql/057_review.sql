@@ -225,7 +225,8 @@ BEGIN
     SET evidence = excluded.evidence, reason = excluded.reason, dismissed_at = excluded.dismissed_at,
         dismissed_by = excluded.dismissed_by;
     RETURN jsonb_build_object(
-        'bank_id', b, 'summary', format('dismiss %s', quote_literal(key)), 'item', key, 'kind', found_item.kind, 'names', to_jsonb(found_item.names),
+        'bank_id', b, 'summary', format('dismiss %s', quote_literal(key)), 'item', key, 'kind', found_item.kind,
+        'names', to_jsonb(found_item.names),
         'evidence', found_item.fingerprint, 'reason', dismiss_review.reason
     );
 END;

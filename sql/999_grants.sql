@@ -176,7 +176,8 @@ BEGIN
     -- promise an isolation that does not exist.
     SELECT c.relowner INTO owner FROM pg_class AS c WHERE c.oid = 'banks'::regclass;
     IF unrestricted OR pg_has_role(target, owner, 'USAGE') THEN
-        RAISE EXCEPTION 'role_name: % is a superuser, has BYPASSRLS or owns the tables; row-level security cannot restrict it',
+        RAISE EXCEPTION
+            'role_name: % is a superuser, has BYPASSRLS or owns the tables; row-level security cannot restrict it',
             quote_ident(grant_bank_access.role_name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -468,7 +469,10 @@ BEGIN
             ('entity_forwards', 'INSERT, DELETE, UPDATE (new_id)', quote_ident(curator)),
             ('operations', 'INSERT, UPDATE (undone_at, undone_by)', quote_ident(curator)),
             ('entity_judgements', 'INSERT, DELETE', quote_ident(curator)),
-            ('review_dismissals', 'INSERT, UPDATE (evidence, reason, dismissed_at, dismissed_by)', quote_ident(curator)),
+            (
+                'review_dismissals', 'INSERT, UPDATE (evidence, reason, dismissed_at, dismissed_by)',
+                quote_ident(curator)
+            ),
             ('bank_roles', 'SELECT', quote_ident(curator))
         ) AS t (tbl, privileges, grantees)
     LOOP

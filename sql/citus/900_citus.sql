@@ -42,7 +42,8 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._bank_role_name(text) IS
-'Internal (distributed): the NOLOGIN role whose members may use a bank (<schema>_bank_<digest of database, schema, bank>).';
+'Internal (distributed): the NOLOGIN role whose members may use a bank (<schema>_bank_<digest of database, '
+'schema, bank>).';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._may_use_bank(bank_id text)
 RETURNS boolean
@@ -61,7 +62,8 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._may_use_bank(text) IS
-'Internal (distributed): whether the current user may use a bank (the row-level security predicate; reads only the catalog).';
+'Internal (distributed): whether the current user may use a bank (the row-level security predicate; reads only '
+'the catalog).';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._grant_bank_role(bank_id text, role_name name)
 RETURNS void
@@ -124,7 +126,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._forget_shard_facts(regclass) IS
-'Internal (distributed): TRUNCATE of a shard of facts forgets its facts first (called by the TRUNCATE trigger on the shard).';
+'Internal (distributed): TRUNCATE of a shard of facts forgets its facts first (called by the TRUNCATE trigger '
+'on the shard).';
 
 -- flush_stats on the coordinator: one bank, or every bank with queued rows,
 -- each by a call delegated to its node (never one statement over every
@@ -264,7 +267,9 @@ BEGIN
                 WHERE
                     o.classid = 'pg_proc'::regclass AND o.objid = p.oid
                     AND o.distribution_argument_index = 0 AND o.force_delegation
-                    AND o.colocationid = (SELECT d.colocationid FROM pg_dist_partition AS d WHERE d.logicalrelid = anchor)
+                    AND o.colocationid = (
+                        SELECT d.colocationid FROM pg_dist_partition AS d WHERE d.logicalrelid = anchor
+                    )
             )
         ORDER BY p.proname
     LOOP
