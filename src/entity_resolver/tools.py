@@ -161,6 +161,12 @@ def neighbors(tb: Toolbox, bank_id: Bank,
     return {"neighbors": to_jsonable(tb.client.neighbors(bank_id, name, limit))}
 
 
+def review(tb: Toolbox, bank_id: Bank, limit: Limit = 20) -> Dict[str, Any]:
+    """What most likely needs a repair (likely duplicates, likely over-merges), best first, each with its
+    evidence and the dry-run call that would fix it."""
+    return {"items": to_jsonable(tb.client.review(bank_id, limit=limit))}
+
+
 def history(tb: Toolbox, bank_id: Bank, limit: Limit = 20) -> Dict[str, Any]:
     """The bank's corrections (merges, splits, renames, aliases, ...), most recent first, and what blocks an undo."""
     return {"operations": to_jsonable(tb.client.history(bank_id, limit))}
@@ -236,7 +242,7 @@ def mark_distinct(tb: Toolbox, bank_id: Bank,
                   b: Annotated[str, Field(description="The other entity (id, name or alias).")],
                   reason: Reason = None, apply: Apply = False) -> Dict[str, Any]:
     """Record that two entities are different (never to be merged). A dry run unless apply is true."""
-    return tb.client.mark_distinct(bank_id, a, b, reason=reason, dry_run=not apply)  # type: ignore[attr-defined]
+    return tb.client.mark_distinct(bank_id, a, b, reason=reason, dry_run=not apply)
 
 
 def undo(tb: Toolbox, bank_id: Bank,
@@ -285,13 +291,11 @@ class ToolSpec:
 TOOLS: List[ToolSpec] = [
     ToolSpec(lookup, "read"), ToolSpec(explain, "read"), ToolSpec(find_entities, "read"),
     ToolSpec(entity_facts, "read"), ToolSpec(neighbors, "read"), ToolSpec(history, "read"),
+    ToolSpec(review, "read"),
     ToolSpec(retain, "write"),
     ToolSpec(merge, "repair"), ToolSpec(split, "repair"), ToolSpec(rename, "repair"), ToolSpec(alias, "repair"),
-    ToolSpec(unalias, "repair"), ToolSpec(undo, "repair"),
+    ToolSpec(unalias, "repair"), ToolSpec(mark_distinct, "repair"), ToolSpec(undo, "repair"),
 ]
-# mark_distinct exists where the client has it (the SQL function came later).
-if hasattr(Client, "mark_distinct"):
-    TOOLS.insert(len(TOOLS) - 1, ToolSpec(mark_distinct, "repair"))
 
 
 def bind(spec: ToolSpec, tb: Toolbox) -> Callable[..., Dict[str, Any]]:

@@ -29,13 +29,13 @@ from shared import dsn_of
 
 BIN = Path(sys.executable).parent / "entity-resolver"
 STORY = json.loads((Path(__file__).parents[2] / "src/entity_resolver/demo_story.json").read_text())
-LOOKUPS = {"lookup", "explain", "find_entities", "entity_facts", "neighbors", "history"}
-REPAIRS = {"merge", "split", "rename", "alias", "unalias", "undo"} | (
-    {"mark_distinct"} if hasattr(Client, "mark_distinct") else set())
+LOOKUPS = {"lookup", "explain", "find_entities", "entity_facts", "neighbors", "history", "review"}
+REPAIRS = {"merge", "split", "rename", "alias", "unalias", "undo", "mark_distinct"}
 TOOLS = LOOKUPS | {"retain"} | REPAIRS
 REQUIRED = {
     "lookup": ["bank_id", "mention"], "explain": ["bank_id", "mention"], "find_entities": ["bank_id", "name"],
     "entity_facts": ["bank_id", "entity"], "neighbors": ["bank_id", "name"], "history": ["bank_id"],
+    "review": ["bank_id"],
     "retain": ["bank_id", "mentions"], "merge": ["bank_id", "sources", "into"],
     "split": ["bank_id", "entity", "facts", "new_name"], "rename": ["bank_id", "entity", "new_name"],
     "alias": ["bank_id", "entity", "alias"], "unalias": ["bank_id", "alias"], "undo": ["bank_id", "operation_id"],
@@ -247,8 +247,6 @@ def test_a_call_over_streamable_http(conn):
         proc.wait(timeout=30)
 
 
-@pytest.mark.skipif(not hasattr(Client, "mark_distinct"),
-                    reason="Client.mark_distinct (SQL mark_distinct) is not in this tree yet: the tool is not offered")
 def test_mark_distinct_is_a_dry_run_unless_applied(conn):
     Client(conn).retain("team", ["Alex Kim", "React"])
     Client(conn).retain("team", ["Alex Morgan", "Acme"])
@@ -264,3 +262,17 @@ def test_mark_distinct_is_a_dry_run_unless_applied(conn):
     dry, done = run_session(server_params(conn, "team"), session_fn)
     assert dry.get("dry_run") is True
     assert done.get("operation_id")
+
+
+def test_review_lists_an_over_merge_with_its_dry_run_fix(conn):
+    er = Client(conn)
+    er.retain("team", ["Alex Kim", "React"])
+    er.retain("team", ["Priya", "Acme"])
+    er.merge("team", ["Priya"], "Alex Kim")
+
+    async def session_fn(s):
+        return result_json(await s.call_tool("review", {"bank_id": "team"}))
+
+    items = run_session(server_params(conn, "team"), session_fn)["items"]
+    over = [i for i in items if i["kind"] == "likely_over_merge"]
+    assert over and "split_entity" in over[0]["fix"] and "dry_run => true" in over[0]["fix"], items
