@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from corrections_helpers import ER, call, entity_id, insert_fact
-from test_curation import connect_as, grant, roles  # noqa: F401  (fixtures)
+from test_curation import grant
 
 
 def queue(conn, bank_id="chen", max_results=50):
