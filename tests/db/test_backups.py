@@ -175,7 +175,8 @@ def rows_per_bank(conn: psycopg.Connection) -> dict:
 
 
 def filled_bank(conn: psycopg.Connection, bank: str, role: str) -> None:
-    """A bank with a row in every table: facts, corrections (ledger, alias, forward, judgement), a grant, queued statistics."""
+    """A bank with a row in every table: facts, corrections (ledger, alias, forward, judgement), a dismissal, a grant,
+    queued statistics."""
     conn.execute(f"SELECT {SCHEMA}.configure_bank(%s, '{{\"threshold\": 0.7}}')", (bank,))
     write(conn, bank, ["Alice Smith", "Acme Corp"])
     write(conn, bank, ["Zed Zorro", "Acme Corp"])
@@ -187,6 +188,9 @@ def filled_bank(conn: psycopg.Connection, bank: str, role: str) -> None:
                         (bank,)).fetchone()[0]
     conn.execute(f"SELECT {SCHEMA}.mark_distinct(%s, %s, %s)", (bank, a, acme))
     conn.execute(f"SELECT {SCHEMA}.grant_bank_access(%s, %s)", (bank, role))
+    # A dismissed review item (dismiss_review needs a standing item; the row is what matters here).
+    conn.execute(f"INSERT INTO {SCHEMA}.review_dismissals (bank_id, item, evidence) VALUES (%s, 'likely_over_merge:x', 1)",
+                 (bank,))
     conn.execute("SET entity_resolver.flush_at_commit = off")
     write(conn, bank, ["Alice Smith", "Oslo"])
     conn.execute("RESET entity_resolver.flush_at_commit")

@@ -35,9 +35,10 @@ RELEASED = Path(build.data_dir()) / "extension" / "released"
 # pg_dump, with the identity sequence of the queue. schema_migrations and
 # plpython_modules are the installation's own rows, which CREATE EXTENSION writes.
 TENANT_TABLES = ("bank_roles", "banks", "entities", "entity_aliases", "entity_cooccurrences", "entity_forwards",
-                 "entity_judgements", "facts", "mentions", "operations", "stats_queue", "unit_entities")
-# Rows only operator corrections write (empty in a bank written through the resolver).
-CORRECTION_TABLES = ("entity_aliases", "entity_forwards", "entity_judgements", "operations")
+                 "entity_judgements", "facts", "mentions", "operations", "review_dismissals", "stats_queue",
+                 "unit_entities")
+# Rows only operators write (empty in a bank written through the resolver).
+CORRECTION_TABLES = ("entity_aliases", "entity_forwards", "entity_judgements", "operations", "review_dismissals")
 CONFIG_DUMPED = {f"{SCHEMA}.{t}" for t in TENANT_TABLES} | {
     f"{SCHEMA}.stats_queue_id_seq", f"{SCHEMA}.operations_id_seq", f"{SCHEMA}.facts_stored_order_seq"}
 

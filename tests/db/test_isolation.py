@@ -43,6 +43,8 @@ def banks(conn):
         conn.execute(f"INSERT INTO {ER}.entity_judgements (bank_id, entity_a, entity_b)"
                      f" SELECT bank_id, x[1], x[2] FROM (SELECT bank_id, array_agg(id ORDER BY id) AS x FROM {ER}.entities"
                      "  WHERE bank_id = %s GROUP BY bank_id) AS e", (bank,))
+        conn.execute(f"INSERT INTO {ER}.review_dismissals (bank_id, item, evidence)"
+                     " VALUES (%s, 'likely_over_merge:x', 1)", (bank,))
     conn.execute("SET entity_resolver.flush_at_commit = off")
     conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) VALUES ('B', '[\"Oslo\", \"Bergen\"]')")
     conn.execute("RESET entity_resolver.flush_at_commit")
@@ -170,6 +172,8 @@ def test_a_bank_user_cannot_write_another_bank_through_any_table(banks, roles, c
                        " VALUES ('B', 'merge', '{{}}', '{{}}', '{{}}')", ()),
         "entity_judgements": ("INSERT INTO {}.entity_judgements (bank_id, entity_a, entity_b)"
                               " VALUES ('B', %s, %s)", (b_entity, b_entity_2)),
+        "review_dismissals": ("INSERT INTO {}.review_dismissals (bank_id, item, evidence)"
+                              " VALUES ('B', 'likely_over_merge:y', 1)", ()),
     }
     assert set(inserts) == set(bank_tables(banks)) - {"bank_roles", "entity_overview", "entity_neighbors"}
     for table, (statement, params) in inserts.items():
