@@ -93,9 +93,10 @@ def _entities_query(schema: str) -> sql.Composed:
 
 
 def _judgements_query(schema: str) -> sql.Composed:
+    # Through list_judgements, as the importer reads them back (curation.py).
     return sql.SQL(
-        "SELECT j.entity_a::text, j.entity_b::text, j.reason FROM {s}.entity_judgements AS j"
-        " WHERE j.bank_id = %s AND j.judgement = 'distinct' ORDER BY j.entity_a, j.entity_b"
+        "SELECT j.entity_a::text, j.entity_b::text, j.reason FROM {s}.list_judgements(%s) AS j"
+        " WHERE j.judgement = 'distinct' ORDER BY j.entity_a, j.entity_b"
     ).format(s=sql.Identifier(schema))
 
 
