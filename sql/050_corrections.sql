@@ -165,7 +165,7 @@ BEGIN
             'cooccurrence_count', jsonb_build_array(r.kept_count, r.count),
             'last_cooccurred', jsonb_build_array(r.kept_last, r.last_cooccurred)
         ) ORDER BY r.entity_id_1, r.entity_id_2) FILTER (
-            WHERE r.kept_count <> r.count OR (r.count > 0 AND r.kept_last IS DISTINCT FROM r.last_cooccurred)
+            WHERE r.kept_count <> r.count OR r.kept_last IS DISTINCT FROM r.last_cooccurred
         ), '[]')
     INTO n_pairs, pair_diffs
     FROM _pair_stats(b) AS r;
@@ -517,7 +517,10 @@ BEGIN
 
     -- A pair no unit holds any more: removed after a correction (prune), set
     -- to zero after an undo, which restores the rows the image holds
-    -- (a zero pair a forgetting left behind is one of them).
+    -- (a zero pair a forgetting left behind is one of them). A zero pair has
+    -- no date, as a forgetting's recount leaves it: a date kept from a fact
+    -- gone since would beat the date of any later, earlier-dated fact in the
+    -- flush's greatest().
     IF _recount.prune THEN
         DELETE FROM entity_cooccurrences AS c
         WHERE
@@ -531,10 +534,10 @@ BEGIN
             );
     ELSE
         UPDATE entity_cooccurrences AS c
-        SET cooccurrence_count = 0
+        SET cooccurrence_count = 0, last_cooccurred = NULL
         WHERE
             c.bank_id = b AND (c.entity_id_1 = ANY(ids) OR c.entity_id_2 = ANY(ids))
-            AND c.cooccurrence_count <> 0
+            AND (c.cooccurrence_count <> 0 OR c.last_cooccurred IS NOT NULL)
             AND NOT EXISTS (
                 SELECT 1
                 FROM unit_entities AS x

@@ -293,6 +293,20 @@ def test_a_fact_forgotten_after_a_merge_stays_forgotten_by_the_undo(conn, bank):
     assert no_differences(conn)
 
 
+def test_a_pair_an_undo_leaves_without_units_keeps_no_date_for_later_facts(conn, bank):
+    # The undo gives back the pair (Alex Kim, Priya) from its image, with the
+    # date of a fact deleted since; no unit holds it, so its count is 0 and
+    # its date must go too: a later fact dated earlier dates the pair itself
+    # (a stale date used to win the flush's greatest()).
+    kim, morgan = bank["Alex Kim"], bank["Alex Morgan"]
+    op = call(conn, "merge_entities", "team", [kim], morgan)["operation_id"]
+    conn.execute(f"DELETE FROM {ER}.facts WHERE id = %s", (bank["facts"][3],))
+    undo(conn, op)
+    assert no_differences(conn)
+    insert_fact(conn, "team", ["Alex Kim", "Priya"], "2026-03-01T00:00:00Z")
+    assert no_differences(conn)
+
+
 def test_a_split_off_entity_that_got_mentions_since_is_kept_by_the_undo(conn, bank):
     op = call(conn, "split_entity", "team", bank["Alex Kim"], [bank["facts"][5]], "Alex Kimura")
     insert_fact(conn, "team", ["Alex Kimura", "Oslo"])
