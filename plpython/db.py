@@ -53,7 +53,7 @@ SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension A
 
 
 # The resolver's own statements may run with generic plans for the length of
-# a call (sql/040_write_path.sql, _generic_plans_begin, explains when). These
+# a call (sql/036_session_plans.sql, _generic_plans_begin, explains when). These
 # two are bookkeeping around the call, not its work: they are not counted. The
 # first also reads what the call's choice of probe needs (small_bank.py): its
 # setting (an error naming it when it is not auto, on or off) and how many

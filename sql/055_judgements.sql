@@ -262,7 +262,7 @@ COMMENT ON FUNCTION {{ schema }}.list_judgements(text, uuid) IS
 'when and by whom.';
 
 -- ---------------------------------------------------------------------------
--- What the other corrections do with judgements (sql/050_corrections.sql)
+-- What the other corrections do with judgements (sql/051_merge_split_rename.sql to sql/054_undo.sql)
 -- ---------------------------------------------------------------------------
 
 CREATE OR REPLACE FUNCTION {{ internal }}._check_not_judged(bank_id text, entity_ids uuid[])

@@ -437,7 +437,7 @@ BEGIN
     --   name_variants, org_suffixes: installation data, read by resolution.
     -- A bank user reads its bindings (bank_roles). The curator adds to a
     -- usage role what corrections write (the functions of
-    -- sql/050_corrections.sql, as their caller): names and the curated flag
+    -- sql/05*.sql, as their caller): names and the curated flag
     -- of entities; mentions moved to another entity; pairs recounted away;
     -- aliases, forwards and the ledger. It reads its own bindings
     -- (may_curate), as a bank user does.

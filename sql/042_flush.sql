@@ -1,0 +1,468 @@
+-- Flushing the statistics queue: claim → aggregate → entities → pairs →
+-- dates → orphans, bank by bank (flush_stats), and at commit (a deferred
+-- constraint trigger on stats_queue applies a transaction's own rows).
+-- The write path that queues them: 040_write_path.sql.
+
+-- ---------------------------------------------------------------------------
+-- Flushing the statistics queue
+-- ---------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_bank(
+    bank_id text,
+    own_transaction_only boolean,
+    OUT entities_updated bigint,
+    OUT pairs_updated bigint
+)
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _flush_bank.bank_id;
+    claim_ids bigint[];
+    e_ids uuid[];
+    e_increments bigint[];
+    e_dates timestamptz[];
+    e_earliest timestamptz[];
+    e_recompute boolean[];
+    p_ids_1 uuid[];
+    p_ids_2 uuid[];
+    p_increments bigint[];
+    p_dates timestamptz[];
+    p_recompute boolean[];
+    stale uuid[];
+    budget bigint;
+BEGIN
+    PERFORM _lock_bank(b);
+    -- 1. Claim. Rows another flusher has locked are skipped, not waited for:
+    -- each committed row is applied by exactly one flusher, and flushers
+    -- never queue up behind each other on the queue.
+    IF own_transaction_only THEN
+        -- Rows of this transaction are invisible to everyone else. (A
+        -- transaction without an id has queued nothing: none is assigned.)
+        -- Not bounded: they are this transaction's own writes, and they
+        -- cannot be split over transactions.
+        SELECT array_agg(q.id) INTO claim_ids
+        FROM stats_queue AS q
+        WHERE q.txid = pg_current_xact_id_if_assigned() AND q.bank_id = b;
+    ELSE
+        -- The backlog: at most the transaction's remaining budget of rows
+        -- (entity_resolver.flush_batch_rows, _flush_budget), oldest first, so
+        -- that a flush holds its entity rows only briefly and a decrement is
+        -- never applied before the increment it takes back (that was queued
+        -- first, by a transaction committed before). What is left stays
+        -- queued for the next flush.
+        budget := _flush_budget();
+        IF budget = 0 THEN
+            entities_updated := 0;
+            pairs_updated := 0;
+            RETURN;
+        END IF;
+        SELECT array_agg(s.id) INTO claim_ids
+        FROM (
+            SELECT q.id FROM stats_queue AS q WHERE q.bank_id = b
+            ORDER BY q.id
+            LIMIT budget
+            FOR UPDATE SKIP LOCKED
+        ) AS s;
+        IF budget IS NOT NULL THEN
+            PERFORM set_config(
+                'entity_resolver.flush_budget_{{ code_version }}',
+                (budget - coalesce(cardinality(claim_ids), 0))::text,
+                TRUE
+            );
+        END IF;
+    END IF;
+    entities_updated := 0;
+    pairs_updated := 0;
+    IF claim_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    -- 2. Delete what was claimed and aggregate it per entity and per pair.
+    -- Counts add up (a forgotten mention is a negative increment); dates move
+    -- forward, unless something was forgotten: then they are recomputed from
+    -- the record (step 5). The claimed ids are joined as a set, never
+    -- searched one by one (`id = ANY(array)` read as a filter compares
+    -- every row with every id: a fact of 1,000 mentions queues 500,000).
+    -- The arrays' order does not matter: every step below locks and writes
+    -- in an order of its own (one sort feeds them all).
+    -- This transaction's own rows are found by its id, as they were claimed
+    -- (no array at all): the queue's statistics are those of whenever it
+    -- was last analysed, often empty, and a planner that believes it empty
+    -- joins an array of 500,000 ids to it row by row. The backlog's claim
+    -- is bounded by flush_batch_rows.
+    WITH claimed AS (
+        DELETE FROM stats_queue AS q
+        USING unnest(claim_ids) AS c (id)
+        WHERE q.bank_id = b AND q.id = c.id AND NOT own_transaction_only
+        RETURNING q.entity_id, q.entity_id_2, q.increment, q.event_date, q.earliest, q.recompute
+    ),
+
+    own AS (
+        DELETE FROM stats_queue AS q
+        WHERE q.bank_id = b AND q.txid = pg_current_xact_id_if_assigned() AND own_transaction_only
+        RETURNING q.entity_id, q.entity_id_2, q.increment, q.event_date, q.earliest, q.recompute
+    ),
+
+    totals AS (
+        SELECT
+            claimed.entity_id,
+            claimed.entity_id_2,
+            sum(claimed.increment)::bigint AS increment,
+            max(claimed.event_date) AS event_date,
+            min(claimed.earliest) AS earliest,
+            bool_or(claimed.recompute) AS recompute
+        FROM (SELECT * FROM claimed UNION ALL SELECT * FROM own) AS claimed
+        GROUP BY claimed.entity_id, claimed.entity_id_2
+        ORDER BY claimed.entity_id, claimed.entity_id_2
+    )
+
+    SELECT
+        array_agg(t.entity_id) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.increment) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.event_date) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.earliest) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.recompute) FILTER (WHERE t.entity_id_2 IS NULL),
+        array_agg(t.entity_id) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.entity_id_2) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.increment) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.event_date) FILTER (WHERE t.entity_id_2 IS NOT NULL),
+        array_agg(t.recompute) FILTER (WHERE t.entity_id_2 IS NOT NULL)
+    INTO e_ids, e_increments, e_dates, e_earliest, e_recompute, p_ids_1, p_ids_2, p_increments, p_dates, p_recompute
+    FROM totals AS t;
+
+    -- 3. Entities: lock in sorted key order, then update. UPDATE ... FROM
+    -- locks rows in whatever order its join produces; two flushers doing
+    -- that could each hold a row the other waits for. FOR NO KEY UPDATE does
+    -- not block the FOR KEY SHARE of foreign-key checks, so writers linking
+    -- to these entities are never held up by a flush.
+    PERFORM 1
+    FROM entities AS e
+    INNER JOIN unnest(e_ids) AS u (id) ON e.id = u.id
+    WHERE e.bank_id = b
+    ORDER BY e.id
+    FOR NO KEY UPDATE OF e;
+
+    UPDATE entities AS e
+    SET
+        mention_count = e.mention_count + u.increment,
+        last_seen = CASE WHEN u.recompute THEN e.last_seen ELSE greatest(e.last_seen, u.event_date) END,
+        first_seen = CASE WHEN u.recompute THEN e.first_seen ELSE least(e.first_seen, u.earliest) END
+    FROM unnest(e_ids, e_increments, e_dates, e_earliest, e_recompute)
+        AS u (id, increment, event_date, earliest, recompute)
+    WHERE e.bank_id = b AND e.id = u.id;
+    GET DIAGNOSTICS entities_updated = ROW_COUNT;
+
+    -- 4. Pairs, after all entities, in sorted key order: an INSERT processes
+    -- its rows in the order of its SELECT. A pair whose entity was deleted
+    -- since it was queued is dropped with it.
+    INSERT INTO entity_cooccurrences AS c (
+        bank_id, entity_id_1, entity_id_2, cooccurrence_count, last_cooccurred
+    )
+    SELECT
+        b,
+        u.entity_id_1,
+        u.entity_id_2,
+        u.increment,
+        u.event_date
+    FROM unnest(p_ids_1, p_ids_2, p_increments, p_dates)
+        AS u (entity_id_1, entity_id_2, increment, event_date)
+    WHERE
+        EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = u.entity_id_1)
+        AND EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = u.entity_id_2)
+    ORDER BY u.entity_id_1, u.entity_id_2
+    ON CONFLICT ON CONSTRAINT entity_cooccurrences_pkey DO UPDATE
+        SET
+            cooccurrence_count = c.cooccurrence_count + excluded.cooccurrence_count,
+            last_cooccurred = greatest(c.last_cooccurred, excluded.last_cooccurred);
+    GET DIAGNOSTICS pairs_updated = ROW_COUNT;
+
+    -- 5. Something was forgotten: the dates come from the record, read now
+    -- that the rows are locked (a writer cannot apply its own statistics to
+    -- them before this transaction ends, so nothing it adds is missed).
+    IF e_recompute IS NOT NULL AND TRUE = ANY(e_recompute) THEN
+        UPDATE entities AS e
+        SET
+            last_seen = d.last_seen,
+            first_seen = d.first_seen
+        FROM (
+            SELECT
+                u.id,
+                (SELECT max(m.event_date) FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = u.id) AS last_seen,
+                (SELECT min(m.event_date) FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = u.id) AS first_seen
+            FROM unnest(e_ids, e_recompute) AS u (id, recompute)
+            WHERE u.recompute
+        ) AS d
+        WHERE e.bank_id = b AND e.id = d.id;
+    END IF;
+    IF p_recompute IS NOT NULL AND TRUE = ANY(p_recompute) THEN
+        UPDATE entity_cooccurrences AS c
+        SET last_cooccurred = (
+            SELECT max(greatest(ua.event_date, ub.event_date))
+            FROM unit_entities AS ua
+            INNER JOIN unit_entities AS ub
+                ON ua.bank_id = ub.bank_id AND ua.unit_id = ub.unit_id AND ub.entity_id = c.entity_id_2
+            WHERE ua.bank_id = b AND ua.entity_id = c.entity_id_1
+        )
+        FROM unnest(p_ids_1, p_ids_2, p_recompute) AS u (entity_id_1, entity_id_2, recompute)
+        WHERE
+            u.recompute
+            AND c.bank_id = b AND c.entity_id_1 = u.entity_id_1 AND c.entity_id_2 = u.entity_id_2;
+    END IF;
+
+    -- 6. An entity nothing refers to any more (no mention, no link) goes,
+    -- with its pairs and aliases, unless an operator created or named it. One that another
+    -- transaction is linking to right now (its key-share lock) is in use:
+    -- it is skipped, not waited for.
+    IF e_recompute IS NOT NULL AND TRUE = ANY(e_recompute) THEN
+        SELECT array_agg(e.id) INTO stale
+        FROM (
+            SELECT e.id
+            FROM entities AS e
+            INNER JOIN unnest(e_ids, e_recompute) AS u (id, recompute) ON e.id = u.id AND u.recompute
+            WHERE
+                e.bank_id = b AND NOT e.curated
+                AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id)
+                AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = e.id)
+            ORDER BY e.id
+            FOR UPDATE OF e SKIP LOCKED
+        ) AS e;
+        IF stale IS NOT NULL THEN
+            DELETE FROM entities AS e
+            WHERE
+                e.bank_id = b AND e.id = ANY(stale)
+                AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id)
+                AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = e.id);
+        END IF;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_bank(text, boolean) IS
+'Internal: claim one bank''s queued statistics (all visible rows, or this transaction''s own), '
+'apply them aggregated in sorted key order; recompute dates and remove orphans after forgetting.';
+
+-- How many queue rows one transaction's flush_stats may still apply: the
+-- budget set by _flush_queue from entity_resolver.flush_batch_rows, kept in a
+-- transaction-local setting that _flush_bank lowers as it claims rows. NULL:
+-- no bound.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_budget()
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    left_over text := coalesce(current_setting('entity_resolver.flush_budget_{{ code_version }}', TRUE), '');
+BEGIN
+    IF left_over = '' THEN
+        -- Not inside _flush_queue (a direct call): the setting itself.
+        RETURN _flush_batch_rows();
+    END IF;
+    RETURN CASE WHEN left_over = 'none' THEN NULL ELSE left_over::bigint END;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_budget() IS
+'Internal: the queue rows this transaction''s flush_stats may still apply (NULL: no bound).';
+
+-- entity_resolver.flush_batch_rows: the most queue rows one flush_stats
+-- applies (one transaction). A flush locks the entity rows it updates until
+-- it commits, and a writer whose commit flush needs one of them waits for it:
+-- the bound keeps that wait short whatever the backlog. 0 means no bound.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_batch_rows()
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    raw text := btrim(coalesce(current_setting('entity_resolver.flush_batch_rows', TRUE), ''));
+    n bigint;
+BEGIN
+    IF raw = '' THEN
+        RETURN 5000;
+    END IF;
+    IF raw !~ '^[0-9]{1,18}$' THEN
+        RAISE EXCEPTION 'entity_resolver.flush_batch_rows: must be a whole number of queue rows (0: no bound), got %',
+            quote_literal(raw)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    n := raw::bigint;
+    RETURN CASE WHEN n = 0 THEN NULL ELSE n END;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_batch_rows() IS
+'Internal: entity_resolver.flush_batch_rows, the most queue rows one flush_stats applies (NULL: no bound).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_queue(
+    bank_id text,
+    own_transaction_only boolean,
+    OUT entities_updated bigint,
+    OUT pairs_updated bigint
+)
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    banks text[];
+    one text;
+    e bigint;
+    p bigint;
+BEGIN
+    -- Bank by bank, in order: each bank's lock (share) is taken before its
+    -- rows are claimed, so an operator correction never sees a flush half done.
+    IF own_transaction_only THEN
+        SELECT array_agg(DISTINCT q.bank_id ORDER BY q.bank_id) INTO banks
+        FROM stats_queue AS q WHERE q.txid = pg_current_xact_id_if_assigned();
+    ELSIF _flush_queue.bank_id IS NOT NULL THEN
+        banks := ARRAY[_flush_queue.bank_id];
+    ELSE
+        SELECT array_agg(DISTINCT q.bank_id ORDER BY q.bank_id) INTO banks FROM stats_queue AS q;
+    END IF;
+    entities_updated := 0;
+    pairs_updated := 0;
+    IF NOT own_transaction_only THEN
+        -- One budget for the whole call, whatever the number of banks: the
+        -- locks of every bank's flush are held until the transaction ends.
+        PERFORM set_config(
+            'entity_resolver.flush_budget_{{ code_version }}',
+            coalesce(_flush_batch_rows()::text, 'none'),
+            TRUE
+        );
+    END IF;
+    FOREACH one IN ARRAY coalesce(banks, '{}') LOOP
+        SELECT f.entities_updated, f.pairs_updated INTO e, p FROM _flush_bank(one, own_transaction_only) AS f;
+        entities_updated := entities_updated + e;
+        pairs_updated := pairs_updated + p;
+    END LOOP;
+    IF NOT own_transaction_only THEN
+        -- A later flush in the same transaction starts a budget of its own.
+        PERFORM set_config('entity_resolver.flush_budget_{{ code_version }}', '', TRUE);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_queue(text, boolean) IS
+'Internal: flush one bank or every bank with queued rows (or this transaction''s own rows), bank by bank.';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.flush_stats(bank_id text DEFAULT NULL)
+RETURNS TABLE (entities_updated bigint, pairs_updated bigint)
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- NULL means every bank.
+    IF flush_stats.bank_id IS NOT NULL THEN
+        PERFORM check_bank_id(flush_stats.bank_id);
+    END IF;
+    RETURN QUERY
+    SELECT f.entities_updated, f.pairs_updated
+    FROM _flush_queue(flush_stats.bank_id, FALSE) AS f;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.flush_stats(text) IS
+'Apply queued mention and co-occurrence statistics (one bank, or all when NULL), aggregated, '
+'in sorted key order, at most entity_resolver.flush_batch_rows queue rows (default 5000, oldest first; '
+'0: no bound); safe to run from many sessions at once. Returns rows updated.';
+
+-- ---------------------------------------------------------------------------
+-- Flush at commit
+-- ---------------------------------------------------------------------------
+-- A constraint trigger is FOR EACH ROW; fired once per queued row it would
+-- cost a function call per statistic at commit. Its WHEN condition is
+-- evaluated when the row is queued, not at commit, so it lets exactly one
+-- event per transaction through: a transaction-local flag (a GUC set with
+-- is_local) marks that the flush is requested. Rolling back to a savepoint
+-- undoes the flag together with the event it queued.
+
+CREATE OR REPLACE FUNCTION {{ internal }}._request_commit_flush()
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    wanted boolean := _switch_setting('entity_resolver.flush_at_commit', 'on', FALSE) = 'on';
+BEGIN
+    -- Decided once per transaction (until a flush fires): "queued" or "off".
+    PERFORM set_config(
+        'entity_resolver.commit_flush_{{ code_version }}',
+        CASE WHEN wanted THEN 'queued' ELSE 'off' END,
+        TRUE
+    );
+    RETURN wanted;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._request_commit_flush() IS
+'Internal: at the first statistic a transaction queues, decide (entity_resolver.flush_at_commit) '
+'whether it is flushed at commit.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_at_commit()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    previous text;
+    ignored text;
+BEGIN
+    -- Statistics queued after this point (SET CONSTRAINTS ... IMMEDIATE
+    -- fires this before commit) request a flush of their own.
+    PERFORM set_config('entity_resolver.commit_flush_{{ code_version }}', '', TRUE);
+    -- Under REPEATABLE READ or SERIALIZABLE, updating an entity another
+    -- writer updated since the snapshot is a serialization failure: the
+    -- writer's facts would be lost to a statistic. Leave the rows queued.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE NOTICE 'entity_resolver: statistics of this % transaction stay queued until flush_stats()',
+            current_setting('transaction_isolation');
+        RETURN NULL;
+    END IF;
+    -- The flush runs after the resolver's call has restored the caller's
+    -- plan_cache_mode: it switches for itself. An error aborts the
+    -- (sub)transaction, which undoes the switch with it.
+    previous := _generic_plans_begin();
+    PERFORM _flush_queue(NULL, TRUE);
+    IF previous IS NOT NULL THEN
+        ignored := set_config('plan_cache_mode', previous, TRUE);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._flush_at_commit() IS
+'Internal trigger: at commit, apply the statistics this transaction queued.';
+
+DROP TRIGGER IF EXISTS stats_queue_flush_at_commit ON {{ schema }}.stats_queue;
+DO $$
+BEGIN
+    -- Distributed (Citus), the trigger would fire at commit on the worker's
+    -- shard, where it cannot find the transaction's banks without asking
+    -- every node: there each call applies its own statistics before it
+    -- returns instead (docs/scaling.md).
+    IF NOT {{ distributed }} THEN
+        CREATE CONSTRAINT TRIGGER stats_queue_flush_at_commit
+        AFTER INSERT ON {{ schema }}.stats_queue
+        DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW
+        WHEN (
+            coalesce(current_setting('entity_resolver.commit_flush_{{ code_version }}', TRUE), '') = ''
+            AND {{ internal }}._request_commit_flush()
+        )
+        EXECUTE FUNCTION {{ internal }}._flush_at_commit();
+
+        COMMENT ON TRIGGER stats_queue_flush_at_commit ON {{ schema }}.stats_queue IS
+        'Flush at commit: one deferred event per transaction applies the statistics it queued '
+        '(SET entity_resolver.flush_at_commit = off to leave them to flush_stats).';
+    END IF;
+END;
+$$;
