@@ -1,5 +1,5 @@
--- Flushing the statistics queue: claim → aggregate → entities → pairs →
--- dates → orphans, bank by bank (flush_stats), and at commit (a deferred
+-- Flushing the statistics queue: claim → take → entities → pairs → dates →
+-- stale entities (_flush_claim … _flush_stale), bank by bank (flush_stats), and at commit (a deferred
 -- constraint trigger on stats_queue applies a transaction's own rows).
 -- The write path that queues them: 040_write_path.sql.
 
@@ -7,36 +7,25 @@
 -- Flushing the statistics queue
 -- ---------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION {{ internal }}._flush_bank(
-    bank_id text,
-    own_transaction_only boolean,
-    OUT entities_updated bigint,
-    OUT pairs_updated bigint
-)
+-- _flush_bank runs the steps below in order, under the bank's share lock.
+-- The steps pass arrays, never temporary tables: a flush at commit runs in
+-- every writer's transaction, and the arrays are sorted once (step 2) so that
+-- every later step locks and writes in key order.
+
+-- 1. Claim.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_claim(b text, own_transaction_only boolean)
+RETURNS bigint[]
 LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    b text := _flush_bank.bank_id;
     claim_ids bigint[];
-    e_ids uuid[];
-    e_increments bigint[];
-    e_dates timestamptz[];
-    e_earliest timestamptz[];
-    e_recompute boolean[];
-    p_ids_1 uuid[];
-    p_ids_2 uuid[];
-    p_increments bigint[];
-    p_dates timestamptz[];
-    p_recompute boolean[];
-    stale uuid[];
     budget bigint;
 BEGIN
-    PERFORM _lock_bank(b);
-    -- 1. Claim. Rows another flusher has locked are skipped, not waited for:
-    -- each committed row is applied by exactly one flusher, and flushers
-    -- never queue up behind each other on the queue.
+    -- Rows another flusher has locked are skipped, not waited for: each
+    -- committed row is applied by exactly one flusher, and flushers never
+    -- queue up behind each other on the queue.
     IF own_transaction_only THEN
         -- Rows of this transaction are invisible to everyone else. (A
         -- transaction without an id has queued nothing: none is assigned.)
@@ -45,48 +34,68 @@ BEGIN
         SELECT array_agg(q.id) INTO claim_ids
         FROM stats_queue AS q
         WHERE q.txid = pg_current_xact_id_if_assigned() AND q.bank_id = b;
-    ELSE
-        -- The backlog: at most the transaction's remaining budget of rows
-        -- (entity_resolver.flush_batch_rows, _flush_budget), oldest first, so
-        -- that a flush holds its entity rows only briefly and a decrement is
-        -- never applied before the increment it takes back (that was queued
-        -- first, by a transaction committed before). What is left stays
-        -- queued for the next flush.
-        budget := _flush_budget();
-        IF budget = 0 THEN
-            entities_updated := 0;
-            pairs_updated := 0;
-            RETURN;
-        END IF;
-        SELECT array_agg(s.id) INTO claim_ids
-        FROM (
-            SELECT q.id FROM stats_queue AS q WHERE q.bank_id = b
-            ORDER BY q.id
-            LIMIT budget
-            FOR UPDATE SKIP LOCKED
-        ) AS s;
-        IF budget IS NOT NULL THEN
-            PERFORM set_config(
-                'entity_resolver.flush_budget_{{ code_version }}',
-                (budget - coalesce(cardinality(claim_ids), 0))::text,
-                TRUE
-            );
-        END IF;
+        RETURN claim_ids;
     END IF;
-    entities_updated := 0;
-    pairs_updated := 0;
-    IF claim_ids IS NULL THEN
-        RETURN;
+    -- The backlog: at most the transaction's remaining budget of rows
+    -- (entity_resolver.flush_batch_rows, _flush_budget), oldest first, so
+    -- that a flush holds its entity rows only briefly and a decrement is
+    -- never applied before the increment it takes back (that was queued
+    -- first, by a transaction committed before). What is left stays
+    -- queued for the next flush.
+    budget := _flush_budget();
+    IF budget = 0 THEN
+        RETURN NULL;
     END IF;
+    SELECT array_agg(s.id) INTO claim_ids
+    FROM (
+        SELECT q.id FROM stats_queue AS q WHERE q.bank_id = b
+        ORDER BY q.id
+        LIMIT budget
+        FOR UPDATE SKIP LOCKED
+    ) AS s;
+    IF budget IS NOT NULL THEN
+        PERFORM set_config(
+            'entity_resolver.flush_budget_{{ code_version }}',
+            (budget - coalesce(cardinality(claim_ids), 0))::text,
+            TRUE
+        );
+    END IF;
+    RETURN claim_ids;
+END;
+$$;
 
-    -- 2. Delete what was claimed and aggregate it per entity and per pair.
+COMMENT ON FUNCTION {{ internal }}._flush_claim(text, boolean) IS
+'Internal (flush step 1): the ids of the queue rows this flush applies (this transaction''s own, '
+'or the oldest of the backlog within the budget, skipping rows another flusher holds).';
+
+-- 2. Take: delete what was claimed and aggregate it per entity and per pair.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_take(
+    b text,
+    claim_ids bigint[],
+    own_transaction_only boolean,
+    OUT e_ids uuid[],
+    OUT e_increments bigint[],
+    OUT e_dates timestamptz[],
+    OUT e_earliest timestamptz[],
+    OUT e_recompute boolean[],
+    OUT p_ids_1 uuid[],
+    OUT p_ids_2 uuid[],
+    OUT p_increments bigint[],
+    OUT p_dates timestamptz[],
+    OUT p_recompute boolean[]
+)
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
     -- Counts add up (a forgotten mention is a negative increment); dates move
     -- forward, unless something was forgotten: then they are recomputed from
-    -- the record (step 5). The claimed ids are joined as a set, never
+    -- the record (_flush_dates). The claimed ids are joined as a set, never
     -- searched one by one (`id = ANY(array)` read as a filter compares
     -- every row with every id: a fact of 1,000 mentions queues 500,000).
-    -- The arrays' order does not matter: every step below locks and writes
-    -- in an order of its own (one sort feeds them all).
+    -- The arrays come out in key order: every later step locks and writes in
+    -- that order (one sort feeds them all).
     -- This transaction's own rows are found by its id, as they were claimed
     -- (no array at all): the queue's statistics are those of whenever it
     -- was last analysed, often empty, and a planner that believes it empty
@@ -131,12 +140,36 @@ BEGIN
         array_agg(t.recompute) FILTER (WHERE t.entity_id_2 IS NOT NULL)
     INTO e_ids, e_increments, e_dates, e_earliest, e_recompute, p_ids_1, p_ids_2, p_increments, p_dates, p_recompute
     FROM totals AS t;
+END;
+$$;
 
-    -- 3. Entities: lock in sorted key order, then update. UPDATE ... FROM
-    -- locks rows in whatever order its join produces; two flushers doing
-    -- that could each hold a row the other waits for. FOR NO KEY UPDATE does
-    -- not block the FOR KEY SHARE of foreign-key checks, so writers linking
-    -- to these entities are never held up by a flush.
+COMMENT ON FUNCTION {{ internal }}._flush_take(text, bigint[], boolean) IS
+'Internal (flush step 2): delete the claimed queue rows and return their totals per entity and per pair, '
+'in key order.';
+
+-- 3. Apply entities.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_entities(
+    b text,
+    e_ids uuid[],
+    e_increments bigint[],
+    e_dates timestamptz[],
+    e_earliest timestamptz[],
+    e_recompute boolean[]
+)
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    -- Lock in sorted key order, then update. UPDATE ... FROM locks rows in
+    -- whatever order its join produces; two flushers doing that could each
+    -- hold a row the other waits for. FOR NO KEY UPDATE does not block the
+    -- FOR KEY SHARE of foreign-key checks, so writers linking to these
+    -- entities are never held up by a flush. A date that is recomputed
+    -- (_flush_dates) is left alone here.
     PERFORM 1
     FROM entities AS e
     INNER JOIN unnest(e_ids) AS u (id) ON e.id = u.id
@@ -152,11 +185,34 @@ BEGIN
     FROM unnest(e_ids, e_increments, e_dates, e_earliest, e_recompute)
         AS u (id, increment, event_date, earliest, recompute)
     WHERE e.bank_id = b AND e.id = u.id;
-    GET DIAGNOSTICS entities_updated = ROW_COUNT;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END;
+$$;
 
-    -- 4. Pairs, after all entities, in sorted key order: an INSERT processes
-    -- its rows in the order of its SELECT. A pair whose entity was deleted
-    -- since it was queued is dropped with it.
+COMMENT ON FUNCTION {{ internal }}._flush_entities(text, uuid[], bigint[], timestamptz[], timestamptz[], boolean[]) IS
+'Internal (flush step 3): lock the entities in key order and add their mention counts and dates; '
+'returns the rows updated.';
+
+-- 4. Apply pairs.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_pairs(
+    b text,
+    p_ids_1 uuid[],
+    p_ids_2 uuid[],
+    p_increments bigint[],
+    p_dates timestamptz[]
+)
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    -- After all entities, in sorted key order: an INSERT processes its rows
+    -- in the order of its SELECT. A pair whose entity was deleted since it
+    -- was queued is dropped with it.
     INSERT INTO entity_cooccurrences AS c (
         bank_id, entity_id_1, entity_id_2, cooccurrence_count, last_cooccurred
     )
@@ -176,11 +232,32 @@ BEGIN
         SET
             cooccurrence_count = c.cooccurrence_count + excluded.cooccurrence_count,
             last_cooccurred = greatest(c.last_cooccurred, excluded.last_cooccurred);
-    GET DIAGNOSTICS pairs_updated = ROW_COUNT;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END;
+$$;
 
-    -- 5. Something was forgotten: the dates come from the record, read now
-    -- that the rows are locked (a writer cannot apply its own statistics to
-    -- them before this transaction ends, so nothing it adds is missed).
+COMMENT ON FUNCTION {{ internal }}._flush_pairs(text, uuid[], uuid[], bigint[], timestamptz[]) IS
+'Internal (flush step 4): add the pairs'' co-occurrence counts and dates in key order; returns the rows written.';
+
+-- 5. Recompute dates.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_dates(
+    b text,
+    e_ids uuid[],
+    e_recompute boolean[],
+    p_ids_1 uuid[],
+    p_ids_2 uuid[],
+    p_recompute boolean[]
+)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- Something was forgotten: the dates come from the record, read now that
+    -- the rows are locked (a writer cannot apply its own statistics to them
+    -- before this transaction ends, so nothing it adds is missed).
     IF e_recompute IS NOT NULL AND TRUE = ANY(e_recompute) THEN
         UPDATE entities AS e
         SET
@@ -210,38 +287,104 @@ BEGIN
             u.recompute
             AND c.bank_id = b AND c.entity_id_1 = u.entity_id_1 AND c.entity_id_2 = u.entity_id_2;
     END IF;
+END;
+$$;
 
-    -- 6. An entity nothing refers to any more (no mention, no link) goes,
-    -- with its pairs and aliases, unless an operator created or named it. One that another
-    -- transaction is linking to right now (its key-share lock) is in use:
-    -- it is skipped, not waited for.
-    IF e_recompute IS NOT NULL AND TRUE = ANY(e_recompute) THEN
-        SELECT array_agg(e.id) INTO stale
-        FROM (
-            SELECT e.id
-            FROM entities AS e
-            INNER JOIN unnest(e_ids, e_recompute) AS u (id, recompute) ON e.id = u.id AND u.recompute
-            WHERE
-                e.bank_id = b AND NOT e.curated
-                AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id)
-                AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = e.id)
-            ORDER BY e.id
-            FOR UPDATE OF e SKIP LOCKED
-        ) AS e;
-        IF stale IS NOT NULL THEN
-            DELETE FROM entities AS e
-            WHERE
-                e.bank_id = b AND e.id = ANY(stale)
-                AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id)
-                AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = e.id);
-        END IF;
+COMMENT ON FUNCTION {{ internal }}._flush_dates(text, uuid[], boolean[], uuid[], uuid[], boolean[]) IS
+'Internal (flush step 5): after a forget, recompute the touched entities'' and pairs'' dates from the record.';
+
+-- What "orphan" means, everywhere (the flush, rebuild_stats, the corrections
+-- and undo): an entity nothing refers to any more (no mention, no link) that
+-- no operator created or named.
+CREATE OR REPLACE FUNCTION {{ internal }}._orphan(bank_id text, entity_id uuid, curated boolean)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT
+        NOT _orphan.curated
+        AND NOT EXISTS (
+            SELECT 1 FROM mentions AS m WHERE m.bank_id = _orphan.bank_id AND m.entity_id = _orphan.entity_id
+        )
+        AND NOT EXISTS (
+            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _orphan.bank_id AND ue.entity_id = _orphan.entity_id
+        )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._orphan(text, uuid, boolean) IS
+'Internal: whether an entity is an orphan: not curated, and no mention or link refers to it.';
+
+-- 6. Remove stale entities.
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_stale(b text, e_ids uuid[], e_recompute boolean[])
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    stale uuid[];
+BEGIN
+    -- An orphan goes, with its pairs and aliases. Only something forgotten
+    -- makes one. One that another transaction is linking to right now (its
+    -- key-share lock) is in use: it is skipped, not waited for, and the
+    -- check is made again once its row is locked.
+    IF e_recompute IS NULL OR NOT TRUE = ANY(e_recompute) THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(e.id) INTO stale
+    FROM (
+        SELECT e.id
+        FROM entities AS e
+        INNER JOIN unnest(e_ids, e_recompute) AS u (id, recompute) ON e.id = u.id AND u.recompute
+        WHERE e.bank_id = b AND _orphan(b, e.id, e.curated)
+        ORDER BY e.id
+        FOR UPDATE OF e SKIP LOCKED
+    ) AS e;
+    IF stale IS NOT NULL THEN
+        DELETE FROM entities AS e
+        WHERE e.bank_id = b AND e.id = ANY(stale) AND _orphan(b, e.id, e.curated);
     END IF;
 END;
 $$;
 
+COMMENT ON FUNCTION {{ internal }}._flush_stale(text, uuid[], boolean[]) IS
+'Internal (flush step 6): remove the orphans a forget left among the flushed entities.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._flush_bank(
+    bank_id text,
+    own_transaction_only boolean,
+    OUT entities_updated bigint,
+    OUT pairs_updated bigint
+)
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _flush_bank.bank_id;
+    claim_ids bigint[];
+    t record;
+BEGIN
+    PERFORM _lock_bank(b);
+    entities_updated := 0;
+    pairs_updated := 0;
+    claim_ids := _flush_claim(b, own_transaction_only);
+    IF claim_ids IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT * INTO t FROM _flush_take(b, claim_ids, own_transaction_only);
+    entities_updated := _flush_entities(b, t.e_ids, t.e_increments, t.e_dates, t.e_earliest, t.e_recompute);
+    pairs_updated := _flush_pairs(b, t.p_ids_1, t.p_ids_2, t.p_increments, t.p_dates);
+    PERFORM _flush_dates(b, t.e_ids, t.e_recompute, t.p_ids_1, t.p_ids_2, t.p_recompute);
+    PERFORM _flush_stale(b, t.e_ids, t.e_recompute);
+END;
+$$;
+
 COMMENT ON FUNCTION {{ internal }}._flush_bank(text, boolean) IS
-'Internal: claim one bank''s queued statistics (all visible rows, or this transaction''s own), '
-'apply them aggregated in sorted key order; recompute dates and remove orphans after forgetting.';
+'Internal: flush one bank''s queued statistics (all visible rows, or this transaction''s own): '
+'claim, take, entities, pairs, dates, stale entities (the _flush_* steps).';
 
 -- How many queue rows one transaction's flush_stats may still apply: the
 -- budget set by _flush_queue from entity_resolver.flush_batch_rows, kept in a

@@ -24,10 +24,7 @@ AS $$
     SELECT
         e.id,
         e.canonical_name,
-        coalesce(d.n, 0) = 0 AND NOT e.curated
-        AND NOT EXISTS (
-            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _entity_stats.bank_id AND ue.entity_id = e.id
-        ),
+        _orphan(_entity_stats.bank_id, e.id, e.curated),
         e.mention_count + coalesce(q.increment, 0),
         CASE WHEN q.recompute THEN d.first_seen ELSE least(e.first_seen, q.earliest) END,
         CASE WHEN q.recompute THEN d.last_seen ELSE greatest(e.last_seen, q.latest) END,
@@ -175,11 +172,7 @@ BEGIN
         -- The recount the corrections use, on every entity of the bank (and
         -- so every pair): one definition of the derived numbers.
         PERFORM _recount(b, ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b), TRUE);
-        DELETE FROM entities AS e
-        WHERE
-            e.bank_id = b AND NOT e.curated
-            AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id)
-            AND NOT EXISTS (SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = e.id);
+        DELETE FROM entities AS e WHERE e.bank_id = b AND _orphan(b, e.id, e.curated);
     END IF;
 
     RETURN jsonb_build_object(

@@ -354,11 +354,8 @@ AS $$
     SELECT coalesce(jsonb_agg(e.id ORDER BY e.id), '[]')
     FROM entities AS e
     WHERE
-        e.bank_id = _orphans.bank_id AND e.id = ANY(_orphans.entity_ids) AND NOT e.curated
-        AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = _orphans.bank_id AND m.entity_id = e.id)
-        AND NOT EXISTS (
-            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _orphans.bank_id AND ue.entity_id = e.id
-        )
+        e.bank_id = _orphans.bank_id AND e.id = ANY(_orphans.entity_ids)
+        AND _orphan(_orphans.bank_id, e.id, e.curated)
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._orphans(text, uuid[]) IS
@@ -380,14 +377,9 @@ BEGIN
     WITH removed AS (
         DELETE FROM entities AS e
         WHERE
-            e.bank_id = _remove_orphans.bank_id AND e.id = ANY(_remove_orphans.entity_ids) AND NOT e.curated
+            e.bank_id = _remove_orphans.bank_id AND e.id = ANY(_remove_orphans.entity_ids)
             AND NOT coalesce(_remove_orphans.were, '[]') ? e.id::text
-            AND NOT EXISTS (
-                SELECT 1 FROM mentions AS m WHERE m.bank_id = _remove_orphans.bank_id AND m.entity_id = e.id
-            )
-            AND NOT EXISTS (
-                SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _remove_orphans.bank_id AND ue.entity_id = e.id
-            )
+            AND _orphan(_remove_orphans.bank_id, e.id, e.curated)
         RETURNING e.id
     )
 
