@@ -295,26 +295,32 @@ COMMENT ON FUNCTION {{ internal }}._flush_dates(text, uuid[], boolean[], uuid[],
 
 -- What "orphan" means, everywhere (the flush, rebuild_stats, the corrections
 -- and undo): an entity nothing refers to any more (no mention, no link) that
--- no operator created or named.
-CREATE OR REPLACE FUNCTION {{ internal }}._orphan(bank_id text, entity_id uuid, curated boolean)
-RETURNS boolean
+-- no operator created or named. A set of ids in, a set out: Citus refuses a
+-- STABLE function called with column references in an UPDATE or DELETE, and
+-- one call for the set is one plan, not one per row.
+CREATE OR REPLACE FUNCTION {{ internal }}._orphan_ids(bank_id text, entity_ids uuid[])
+RETURNS uuid[]
 LANGUAGE sql
 STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
-    SELECT
-        NOT _orphan.curated
+    -- entity_ids NULL: every entity of the bank.
+    SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}')
+    FROM entities AS e
+    WHERE
+        e.bank_id = _orphan_ids.bank_id
+        AND (_orphan_ids.entity_ids IS NULL OR e.id = ANY(_orphan_ids.entity_ids))
+        AND NOT e.curated
+        AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = _orphan_ids.bank_id AND m.entity_id = e.id)
         AND NOT EXISTS (
-            SELECT 1 FROM mentions AS m WHERE m.bank_id = _orphan.bank_id AND m.entity_id = _orphan.entity_id
-        )
-        AND NOT EXISTS (
-            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _orphan.bank_id AND ue.entity_id = _orphan.entity_id
+            SELECT 1 FROM unit_entities AS ue WHERE ue.bank_id = _orphan_ids.bank_id AND ue.entity_id = e.id
         )
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._orphan(text, uuid, boolean) IS
-'Internal: whether an entity is an orphan: not curated, and no mention or link refers to it.';
+COMMENT ON FUNCTION {{ internal }}._orphan_ids(text, uuid[]) IS
+'Internal: which of these entities (NULL: all of the bank) are orphans: not curated, no mention or link '
+'refers to them; sorted.';
 
 -- 6. Remove stale entities.
 CREATE OR REPLACE FUNCTION {{ internal }}._flush_stale(b text, e_ids uuid[], e_recompute boolean[])
@@ -324,6 +330,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
+    orphans uuid[];
     stale uuid[];
 BEGIN
     -- An orphan goes, with its pairs and aliases. Only something forgotten
@@ -333,18 +340,19 @@ BEGIN
     IF e_recompute IS NULL OR NOT TRUE = ANY(e_recompute) THEN
         RETURN;
     END IF;
+    orphans := _orphan_ids(b, ARRAY(
+        SELECT u.id FROM unnest(e_ids, e_recompute) AS u (id, recompute) WHERE u.recompute
+    ));
     SELECT array_agg(e.id) INTO stale
     FROM (
         SELECT e.id
         FROM entities AS e
-        INNER JOIN unnest(e_ids, e_recompute) AS u (id, recompute) ON e.id = u.id AND u.recompute
-        WHERE e.bank_id = b AND _orphan(b, e.id, e.curated)
+        WHERE e.bank_id = b AND e.id = ANY(orphans)
         ORDER BY e.id
         FOR UPDATE OF e SKIP LOCKED
     ) AS e;
     IF stale IS NOT NULL THEN
-        DELETE FROM entities AS e
-        WHERE e.bank_id = b AND e.id = ANY(stale) AND _orphan(b, e.id, e.curated);
+        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(_orphan_ids(b, stale));
     END IF;
 END;
 $$;

@@ -24,7 +24,7 @@ AS $$
     SELECT
         e.id,
         e.canonical_name,
-        _orphan(_entity_stats.bank_id, e.id, e.curated),
+        e.id = ANY(o.ids),
         e.mention_count + coalesce(q.increment, 0),
         CASE WHEN q.recompute THEN d.first_seen ELSE least(e.first_seen, q.earliest) END,
         CASE WHEN q.recompute THEN d.last_seen ELSE greatest(e.last_seen, q.latest) END,
@@ -53,6 +53,7 @@ AS $$
         WHERE x.bank_id = _entity_stats.bank_id AND x.entity_id_2 IS NULL
         GROUP BY x.entity_id
     ) AS q ON e.id = q.entity_id
+    CROSS JOIN (SELECT _orphan_ids(_entity_stats.bank_id, NULL) AS ids) AS o
     WHERE e.bank_id = _entity_stats.bank_id
 $$;
 
@@ -172,7 +173,7 @@ BEGIN
         -- The recount the corrections use, on every entity of the bank (and
         -- so every pair): one definition of the derived numbers.
         PERFORM _recount(b, ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b), TRUE);
-        DELETE FROM entities AS e WHERE e.bank_id = b AND _orphan(b, e.id, e.curated);
+        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(_orphan_ids(b, NULL));
     END IF;
 
     RETURN jsonb_build_object(

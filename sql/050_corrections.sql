@@ -351,11 +351,7 @@ AS $$
     -- Entities nothing refers to, which the flush would remove (as
     -- rebuild_stats reports them): kept in a before-image, so that an undo
     -- removes only the orphans it made.
-    SELECT coalesce(jsonb_agg(e.id ORDER BY e.id), '[]')
-    FROM entities AS e
-    WHERE
-        e.bank_id = _orphans.bank_id AND e.id = ANY(_orphans.entity_ids)
-        AND _orphan(_orphans.bank_id, e.id, e.curated)
+    SELECT to_jsonb(_orphan_ids(_orphans.bank_id, coalesce(_orphans.entity_ids, '{}')))
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._orphans(text, uuid[]) IS
@@ -377,9 +373,9 @@ BEGIN
     WITH removed AS (
         DELETE FROM entities AS e
         WHERE
-            e.bank_id = _remove_orphans.bank_id AND e.id = ANY(_remove_orphans.entity_ids)
+            e.bank_id = _remove_orphans.bank_id
+            AND e.id = ANY(_orphan_ids(_remove_orphans.bank_id, coalesce(_remove_orphans.entity_ids, '{}')))
             AND NOT coalesce(_remove_orphans.were, '[]') ? e.id::text
-            AND _orphan(_remove_orphans.bank_id, e.id, e.curated)
         RETURNING e.id
     )
 
