@@ -47,7 +47,7 @@ demo: setup
 # constant to build/sql_in_python/ (with that directory's sqlfluff settings,
 # scripts/sql_in_python.sqlfluff).
 lint: setup
-	$(VENV)/bin/sqlfluff lint sql migrations
+	$(VENV)/bin/sqlfluff lint sql migrations src/entity_resolver/build/sql
 	$(PY) scripts/sql_in_python.py
 	$(VENV)/bin/sqlfluff lint build/sql_in_python
 

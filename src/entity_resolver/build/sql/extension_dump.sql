@@ -1,0 +1,15 @@
+DO $$
+DECLARE
+    t regclass;
+BEGIN
+    FOR t IN
+        SELECT c.oid::regclass
+        FROM pg_class AS c INNER JOIN pg_namespace AS n ON c.relnamespace = n.oid
+        WHERE n.nspname = {{ schema_literal }} AND c.relkind IN ('r', 'S')
+            AND c.relname NOT IN ('schema_migrations', 'plpython_modules', 'name_variants', 'org_suffixes')
+        ORDER BY c.relname
+    LOOP
+        PERFORM pg_catalog.pg_extension_config_dump(t, '');
+    END LOOP;
+END;
+$$;
