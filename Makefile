@@ -63,7 +63,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The extension's control file and scripts, generated from the same sources
-# the Python installer runs (src/entity_resolver/build.py).
+# the Python installer runs (src/entity_resolver/build/).
 PG_CONFIG ?= $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/pg_config)))
 extension: setup
 	$(PY) -c "import sys; from entity_resolver.build import main; sys.exit(main(sys.argv[1:]))" build/extension
