@@ -158,3 +158,13 @@ def test_a_bank_that_is_not_text_fails_the_distributed_build():
             "AS $$ SELECT 1 $$;\n")
     with pytest.raises(build.BuildError, match=r"sql/t\.sql: \{\{ schema \}\}\.f: bank_id is varchar"):
         delegate_bank_functions(text, "sql/t.sql")
+
+
+def test_the_builds_templates_keep_their_comments_and_leave_other_tokens_for_the_script():
+    from entity_resolver.build.rendering import build_sql, fill
+
+    template = build_sql("entry_point.sql")
+    assert "{#" not in template and "RAISE refuses" not in template
+    filled = fill(template, {"name": "f", "qual": "{{ schema }}"})
+    assert "FUNCTION {{ internal }}.f_py(" in filled and "FUNCTION {{ schema }}.f(" in filled
+    assert "{{ returns }}" in filled  # not given: left as it was

@@ -14,6 +14,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from entity_resolver.build.errors import BuildError
 from entity_resolver.build.headers import Arg, FunctionHeader, function_headers
+from entity_resolver.build.rendering import build_sql, fill
 from entity_resolver.build.sources import module_functions
 
 PLPYTHON = "plpython3u"
@@ -40,61 +41,27 @@ def _wrapper_statement(returns: str, call: str) -> str:
     return f"RETURN {call};"
 
 
-def _wrapper_body(returns: str, impl: str, args: Sequence[Arg]) -> str:
-    call = f"{impl}({', '.join(a.name for a in args)})"
-    return (
-        "\nDECLARE\n"
-        "    msg text;\n"
-        "    state text;\n"
-        "    detail text;\n"
-        "    hint text;\n"
-        "BEGIN\n"
-        f"    {_wrapper_statement(returns, call)}\n"
-        "EXCEPTION WHEN OTHERS THEN\n"
-        "    GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,\n"
-        "        detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;\n"
-        # RAISE refuses a NULL option and prints an empty DETAIL line for
-        # '': pass on only what the original error had.
-        "    msg := _clean_message(msg);\n"
-        "    IF detail <> '' AND hint <> '' THEN\n"
-        "        RAISE EXCEPTION USING MESSAGE = msg, ERRCODE = state, DETAIL = detail, HINT = hint;\n"
-        "    ELSIF detail <> '' THEN\n"
-        "        RAISE EXCEPTION USING MESSAGE = msg, ERRCODE = state, DETAIL = detail;\n"
-        "    ELSIF hint <> '' THEN\n"
-        "        RAISE EXCEPTION USING MESSAGE = msg, ERRCODE = state, HINT = hint;\n"
-        "    END IF;\n"
-        "    RAISE EXCEPTION USING MESSAGE = msg, ERRCODE = state;\n"
-        "END;\n"
-    )
-
-
 def _is_trgm_setting(option: str) -> bool:
     """A SET of a pg_trgm threshold: the PL/Python side's, not the wrapper's."""
     return option.startswith('SET "pg_trgm.')
 
 
-def _impl_sql(h: FunctionHeader, impl: str, module: str, function: str, version: str) -> str:
-    """The PL/Python function of an entry point, and its comment."""
-    impl_args = ",\n    ".join(f"{a.name} {a.type}" for a in h.args)
-    types = ", ".join(a.type for a in h.args)
-    head = f"CREATE OR REPLACE FUNCTION {impl}(\n    {impl_args}\n)\n" if h.args else \
-        f"CREATE OR REPLACE FUNCTION {impl}()\n"
-    return head + (
-        f"RETURNS {h.returns}\nLANGUAGE {PLPYTHON}\n{h.option_lines()}"
-        f"AS $${_prologue(version, module, function, h.args)}$$;\n\n"
-        f"COMMENT ON FUNCTION {impl}({types}) IS\n"
-        f"'Internal (generated): the PL/Python body of {h.name}, which calls it.';\n\n"
-    )
-
-
-def _wrapper_sql(h: FunctionHeader, impl: str) -> str:
-    """The PL/pgSQL function of the declared name, which calls the PL/Python one."""
-    options = "".join(option + "\n" for option in h.options if not _is_trgm_setting(option))
-    return (
-        f"CREATE OR REPLACE FUNCTION {h.qual}.{h.name}({h.args_text})\n"
-        f"RETURNS {h.returns}\nLANGUAGE plpgsql\n{options}"
-        f"AS $${_wrapper_body(h.returns, impl, h.args)}$$;"
-    )
+def _expansion(h: FunctionHeader, module: str, function: str, version: str) -> str:
+    """build/sql/entry_point.sql for ``h``: its PL/Python function, and the function of its name."""
+    impl = "{{ internal }}." + h.name + "_py"
+    impl_args = "\n    " + ",\n    ".join(f"{a.name} {a.type}" for a in h.args) + "\n" if h.args else ""
+    return fill(build_sql("entry_point.sql"), {
+        "name": h.name,
+        "qual": h.qual,
+        "args": h.args_text,
+        "impl_args": impl_args,
+        "types": ", ".join(a.type for a in h.args),
+        "returns": h.returns,
+        "impl_options": "\n".join(h.options),
+        "options": "\n".join(option for option in h.options if not _is_trgm_setting(option)),
+        "prologue": _prologue(version, module, function, h.args),
+        "statement": _wrapper_statement(h.returns, f"{impl}({', '.join(a.name for a in h.args)})"),
+    }).rstrip("\n")
 
 
 def entry_points(text: str, source: str = "<sql>") -> List[Tuple[FunctionHeader, str, str]]:
@@ -114,9 +81,8 @@ def expand_entry_points(text: str, version: str, source: str = "<sql>") -> str:
         if h.qual not in EXPANDED_QUALIFIERS:
             continue  # check_expanded names it
         h.check_in_arguments("an entry point")
-        impl = "{{ internal }}." + h.name + "_py"
         out.append(text[pos:h.start])
-        out.append(_impl_sql(h, impl, module, function, version) + _wrapper_sql(h, impl))
+        out.append(_expansion(h, module, function, version))
         pos = h.end + 1  # the statement's semicolon: the expansion ends with its own
     out.append(text[pos:])
     expanded = "".join(out)

@@ -18,7 +18,6 @@ from entity_resolver.build.names import internal_schema, quote_ident
 from entity_resolver.build.sources import bank_lock_class, code_version
 
 RUNTIME_TOKENS = ("trgm_schema", "name_collation")
-STATIC_TOKENS = ("schema", "schema_literal", "internal", "search_path", "code_version", "distributed")
 
 # The installers' advisory lock (the script takes it first; install.py too).
 INSTALL_LOCK = 7_310_447_224_051
@@ -27,9 +26,19 @@ INSTALL_LOCK = 7_310_447_224_051
 BUILD_SQL = Path(__file__).resolve().parent / "sql"
 
 
+# A template's comment for its reader ({# ... #} on lines of its own, as
+# sqlfluff's jinja templater reads it): not part of what the build writes.
+_TEMPLATE_COMMENT = re.compile(r"^[ \t]*\{#.*?#\}[ \t]*\n", re.M | re.S)
+
+
 def build_sql(name: str) -> str:
-    """The text of one of the build's own SQL files (build/sql/<name>), linted by make lint."""
-    return (BUILD_SQL / name).read_text(encoding="utf-8")
+    """One of the build's own SQL files (build/sql/<name>, linted by make lint), its {# comments #} left out."""
+    return _TEMPLATE_COMMENT.sub("", (BUILD_SQL / name).read_text(encoding="utf-8"))
+
+
+def fill(template: str, values: Dict[str, str]) -> str:
+    """A template of build/sql/ with ``values`` in; the script's tokens stay for :func:`render`."""
+    return _TOKEN.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
 def static_values(schema: str, base: Optional[Path] = None, distributed: bool = False) -> Dict[str, str]:

@@ -1,3 +1,9 @@
+{# The extension script's tail. Tenant tables' rows belong to the user:
+   pg_dump dumps them (extension member tables are otherwise dumped as nothing
+   but CREATE EXTENSION). Their sequences too: restored with its start value,
+   stats_queue's id sequence would hand out the ids of restored queue rows
+   again (a duplicate key at the next write). One call per statement: each
+   call rewrites the pg_extension row. #}
 DO $$
 DECLARE
     t regclass;

@@ -1,3 +1,5 @@
+{# The installer's own functions and ledger, created before the migrations
+   run (the script's part after head.sql). #}
 -- What depends on the target database is rendered there, at install time:
 -- where pg_trgm lives and the collation entity names fold case with.
 CREATE OR REPLACE FUNCTION {{ internal }}._install_render(body text)
