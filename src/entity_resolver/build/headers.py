@@ -10,6 +10,7 @@ skipped in silence.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
@@ -330,10 +331,12 @@ def _read_header(text: str, statement: Statement, source: str) -> FunctionHeader
     )
 
 
-def function_headers(text: str, source: str = "<sql>") -> List[FunctionHeader]:
-    """Every ``CREATE [OR REPLACE] FUNCTION`` of ``text`` outside quotes and comments, in order."""
-    out = []
-    for statement in statements(text):
-        if _is_function(text, statement.tokens):
-            out.append(_read_header(text, statement, source))
-    return out
+@functools.lru_cache(maxsize=512)
+def function_headers(text: str, source: str = "<sql>") -> Tuple[FunctionHeader, ...]:
+    """Every ``CREATE [OR REPLACE] FUNCTION`` of ``text`` outside quotes and comments, in order.
+
+    Cached: each step of the build reads the headers of the same files (an
+    install builds the script, a test suite installs many times).
+    """
+    return tuple(_read_header(text, statement, source) for statement in statements(text)
+                 if _is_function(text, statement.tokens))

@@ -81,6 +81,7 @@ def _tree(source: str) -> ast.Module:
         return ast.parse(source)
 
 
+@functools.lru_cache(maxsize=256)
 def module_imports(source: str) -> Tuple[str, ...]:
     """The top-level module names ``source`` imports."""
     names = []
@@ -92,6 +93,7 @@ def module_imports(source: str) -> Tuple[str, ...]:
     return tuple(names)
 
 
+@functools.lru_cache(maxsize=256)
 def module_functions(source: str) -> Tuple[str, ...]:
     """The functions a module defines at its top level (what an entry point may name)."""
     return tuple(node.name for node in _tree(source).body if isinstance(node, ast.FunctionDef))
