@@ -47,7 +47,7 @@ demo: setup
 # constant to build/sql_in_python/ (with that directory's sqlfluff settings,
 # scripts/sql_in_python.sqlfluff).
 lint: setup
-	$(VENV)/bin/sqlfluff lint sql migrations
+	$(VENV)/bin/sqlfluff lint sql migrations src/entity_resolver/build/sql
 	$(PY) scripts/sql_in_python.py
 	$(VENV)/bin/sqlfluff lint build/sql_in_python
 
@@ -63,7 +63,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The extension's control file and scripts, generated from the same sources
-# the Python installer runs (src/entity_resolver/build.py).
+# the Python installer runs (src/entity_resolver/build/).
 PG_CONFIG ?= $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/pg_config)))
 extension: setup
 	$(PY) -c "import sys; from entity_resolver.build import main; sys.exit(main(sys.argv[1:]))" build/extension

@@ -2,9 +2,9 @@
 --
 -- The modules are rows of plpython_modules, written by the installer in
 -- import order. Every PL/Python entry point starts with a prologue generated
--- at install (src/entity_resolver/build.py) that calls _load_modules once per
--- session and code version; the modules then live in GD, PL/Python's
--- per-session dictionary, so a call costs no extra statement.
+-- at install (src/entity_resolver/build/entry_points.py) that calls
+-- _load_modules once per session and code version; the modules then live in
+-- GD, PL/Python's per-session dictionary, so a call costs no extra statement.
 
 COMMENT ON SCHEMA {{ schema }} IS
 'entity_resolver: entity resolution for AI-agent memory. Start with resolve_mention, explain_mention and the '

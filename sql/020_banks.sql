@@ -4,7 +4,7 @@
 -- naming the Python function (module.function); the installer generates the
 -- PL/Python function in the internal schema (prologue: load the modules once
 -- per session) and the public PL/pgSQL wrapper that re-raises errors without
--- PL/Python's exception prefix and traceback (src/entity_resolver/build.py).
+-- PL/Python's exception prefix and traceback (src/entity_resolver/build/entry_points.py).
 
 CREATE OR REPLACE FUNCTION {{ internal }}._check_not_null(value anyelement, argument text)
 RETURNS void

@@ -30,7 +30,7 @@ SET search_path = {{ search_path }}
 AS $$
 BEGIN
     -- The key of plpython/locks.py (BANK, rendered as bank_lock by
-    -- build.py; hashtext(bank_id)); held until the transaction ends.
+    -- the build; hashtext(bank_id)); held until the transaction ends.
     IF exclusive THEN
         PERFORM pg_advisory_xact_lock({{ bank_lock }}, hashtext(_lock_bank.bank_id));
     ELSE

@@ -1,6 +1,6 @@
 """Install or upgrade entity_resolver over a plain connection (no server file access needed).
 
-Two ways to install, one script (build.py renders it from migrations/, sql/
+Two ways to install, one script (the build package renders it from migrations/, sql/
 and plpython/):
 
 * ``CREATE EXTENSION entity_resolver`` after ``make install-extension`` put

@@ -1,6 +1,6 @@
 """entity_resolver as a PostgreSQL extension (CREATE EXTENSION), against the Python installer.
 
-Both run one script (src/entity_resolver/build.py), so they must leave the
+Both run one script (src/entity_resolver/build/), so they must leave the
 same catalog: what differs is stated here, explicitly (the extension owns its
 objects and marks the tenant tables and their sequence for pg_dump). Upgrades
 (ALTER EXTENSION ... UPDATE from the released 0.1.0, the installer over a

@@ -3,9 +3,10 @@ cycle, and it imports nothing of the bench/ tooling (not in the wheel), neither
 by an import statement nor through the import path; the benchmark's entry point
 is the tooling's own, ``python -m bench`` (what ``make bench`` runs).
 
-Imports are read with ``ast`` from src/entity_resolver/*.py, including those
-inside functions: a lazy import that closes a cycle is still a cycle, and a
-lazy import of bench/ still crosses the boundary.
+Imports are read with ``ast`` from src/entity_resolver/**/*.py (a subpackage's
+modules too, e.g. build.headers), including those inside functions: a lazy
+import that closes a cycle is still a cycle, and a lazy import of bench/ still
+crosses the boundary.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "entity_resolver"
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    """A module's dotted name in the package (client, build.headers); a subpackage's __init__ is its name."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
+PATHS = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = sorted(PATHS)
 
 
 def imported_names(node: ast.AST) -> List[str]:
@@ -43,7 +53,16 @@ def imports(tree: ast.AST, *, at_import_time: bool = False) -> Iterator[str]:
 
 
 def parsed(module: str) -> ast.AST:
-    return ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    return ast.parse(PATHS[module].read_text(encoding="utf-8"))
+
+
+def imported_module(name: str) -> str:
+    """The product module a dotted name loads: its longest prefix that is one (else __init__)."""
+    parts = name.split(".")[1:]
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in PATHS:
+            return ".".join(parts[:k])
+    return "__init__"
 
 
 def product_graph() -> Dict[str, Set[str]]:
@@ -52,10 +71,9 @@ def product_graph() -> Dict[str, Set[str]]:
     for module in MODULES:
         edges = set()
         for name in imports(parsed(module)):
-            parts = name.split(".")
-            if parts[0] != "entity_resolver":
+            if name.split(".")[0] != "entity_resolver":
                 continue
-            target = parts[1] if len(parts) > 1 and parts[1] in MODULES else "__init__"
+            target = imported_module(name)
             if target != module:
                 edges.add(target)
         graph[module] = edges
@@ -96,7 +114,8 @@ def test_the_reader_sees_the_imports_that_make_a_cycle():
 
 def test_product_modules_import_each_other_without_a_cycle():
     graph = product_graph()
-    assert {"cli", "demo", "render"} <= set(graph)
+    assert {"cli", "demo", "render", "build", "build.headers"} <= set(graph)
+    assert {"build.errors", "build.lexer"} <= graph["build.headers"]
     assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
 
 

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from entity_resolver import build
+from entity_resolver.build.sources import module_imports
 
 PLPYTHON = build.data_dir() / "plpython"
 MODULES = [name for name, _ in build.module_sources()]
@@ -48,7 +49,7 @@ def test_decision_modules_never_touch_the_database(name):
 def test_every_module_is_installed_after_the_modules_it_imports():
     order = {name: i for i, name in enumerate(MODULES)}
     for name in MODULES:
-        for imported in build._imports(source(name)):
+        for imported in module_imports(source(name)):
             if imported in order:
                 assert order[imported] < order[name], (name, imported)
 
