@@ -3,7 +3,7 @@
 An operator merging and undoing while four sessions insert facts into the same
 bank: nobody gets an error (the operator waits for the writers in flight, the
 writers wait for the operator), and afterwards every number equals the record.
-A property test drives random mixes of inserts, deletes, merges, splits and
+A property test drives random mixes of inserts, deletes, merges, splits, re-resolutions and
 undos and checks after each step that rebuild_stats finds nothing to fix.
 
 ER_PROPERTY_EXAMPLES (default 100) sets the examples of the property."""
@@ -111,6 +111,10 @@ STEP = st.one_of(
     st.tuples(st.just("merge"), st.integers(0, 10**6)),
     st.tuples(st.just("split"), st.integers(0, 10**6)),
     st.tuples(st.just("undo"), st.integers(0, 10**6)),
+    st.tuples(st.just("reresolve"), st.integers(0, 10**6)),
+    # A bare "Alex" months before the others: what later facts say of it is
+    # what a re-resolution moves.
+    st.tuples(st.just("early"), st.sampled_from(NAMES[:6])),
 )
 
 # An undo may be refused, as documented: later operations build on it
@@ -128,6 +132,10 @@ def _apply(conn, bank, step, n_split):
         conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date) VALUES (%s, %s,"
                      " '2026-03-01'::timestamptz + %s * interval '1 hour')",
                      (bank, json.dumps(arg), len(arg)))
+        return
+    if kind == "early":
+        conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date) VALUES (%s, %s, '2026-01-01')",
+                     (bank, json.dumps(["Alex", arg])))
         return
     if kind == "delete":
         fact = _pick(conn.execute(f"SELECT id FROM {ER}.facts WHERE bank_id = %s ORDER BY id", (bank,)).fetchall(), arg)
@@ -151,6 +159,11 @@ def _apply(conn, bank, step, n_split):
             entity, units = chosen
             call(conn, "split_entity", bank, entity, units[: 1 + arg % (len(units) - 1)], f"Split {n_split}")
             event("split")
+    elif kind == "reresolve":
+        # All of the bank, or the mentions of one entity (arg picks which).
+        scope = None if arg % 2 or not entities else [entities[arg % len(entities)][0]]
+        moved = call(conn, "reresolve", bank, scope, dry_run=False)["moves"]
+        event("reresolved" if moved else "reresolve moved nothing")
     elif kind == "undo":
         op = _pick(conn.execute(f"SELECT id FROM {ER}.operations WHERE bank_id = %s AND undone_at IS NULL"
                                 " ORDER BY id", (bank,)).fetchall(), arg)
