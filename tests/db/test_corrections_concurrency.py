@@ -98,6 +98,63 @@ def test_merges_and_undos_next_to_four_writers_raise_nothing_and_leave_exact_num
     assert total == facts
 
 
+@pytest.mark.slow
+def test_reresolve_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(conn, connect):
+    bank = "busy-reresolve"
+    pool = NAMES[:6] + ["Alex"]
+    conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) SELECT %s, to_jsonb(ARRAY[n]) FROM unnest(%s::text[]) n",
+                 (bank, pool))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    written = [0] * WRITERS
+    done = {"dry_run": 0, "applied": 0, "undo": 0}
+
+    def writer(n: int) -> None:
+        rnd = random.Random(n)
+        c = connect()
+        try:
+            while not stop.is_set():
+                c.execute(f"INSERT INTO {ER}.facts (bank_id, content, mentions) VALUES (%s, 'w', %s)",
+                          (bank, json.dumps(rnd.sample(pool, 3))))
+                written[n] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            stop.set()
+
+    def operator() -> None:
+        c = connect()
+        try:
+            while not stop.is_set():
+                # The facts of the last second: the bank grows, the step stays short.
+                since = c.execute("SELECT now() - interval '1 second'").fetchone()[0]
+                call(c, "reresolve", bank, None, since)
+                done["dry_run"] += 1
+                op = call(c, "reresolve", bank, None, since, dry_run=False)["operation_id"]
+                done["applied"] += 1
+                if op is not None:
+                    call(c, "undo_operation", bank, op)
+                    done["undo"] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+    threads.append(threading.Thread(target=operator))
+    for t in threads:
+        t.start()
+    stop.wait(6)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert min(written) > 0 and done["applied"] > 2, (written, done)
+    assert clean(differences(conn, bank))
+    total = conn.execute(f"SELECT sum(mention_count) FROM {ER}.entities WHERE bank_id = %s", (bank,)).fetchone()[0]
+    facts = conn.execute(f"SELECT sum(jsonb_array_length(mentions)) FROM {ER}.facts WHERE bank_id = %s",
+                         (bank,)).fetchone()[0]
+    assert total == facts
+
+
 # -- any mix of writes and corrections -------------------------------------------------
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
