@@ -5,8 +5,14 @@ operators' decisions and judgements are fixed points."""
 
 from __future__ import annotations
 
+import json
+import os
+import uuid
+
 import psycopg
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from corrections_helpers import ER, call, differences, entity_id, insert_fact, operations_count, snapshot
 from test_curation import grant
@@ -180,3 +186,35 @@ def test_the_client_and_the_cli_reresolve(conn, early):
     applied = json.loads(cli("reresolve", "early", "--apply", "--json").stdout)
     assert applied["dry_run"] is False and applied["operation_id"] is not None
     assert mention_entity(conn, early["f1"]) == ("Alex Kim", "resolved")
+
+
+# -- any bank ---------------------------------------------------------------------------
+
+EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
+POOL = ["Alex", "Alex Kim", "Alex Morgan", "Acme", "React", "Priya", "Sprint 14"]
+FACTS = st.lists(st.tuples(st.integers(0, 90), st.lists(st.sampled_from(POOL), min_size=1, max_size=3, unique=True)),
+                 min_size=2, max_size=8)
+
+
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, derandomize=False, print_blob=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(facts=FACTS)
+def test_on_any_bank_the_dry_run_is_the_apply_and_undo_restores_it(conn, facts):
+    bank = f"any-{uuid.uuid4().hex[:8]}"
+    for days, mentions in facts:
+        conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
+                     " VALUES (%s, %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
+                     (bank, json.dumps(mentions), days))
+    before = snapshot(conn, bank)
+    dry = call(conn, "reresolve", bank)
+    assert snapshot(conn, bank) == before
+    applied = call(conn, "reresolve", bank, dry_run=False)
+    assert applied["moves"] == dry["moves"] and applied["entities_removed"] == dry["entities_removed"]
+    report = differences(conn, bank)
+    assert (report["differences"], report["orphans"]) == (0, []), report
+    if applied["operation_id"] is None:
+        event("nothing moved")
+        return
+    event("moved")
+    call(conn, "undo_operation", bank, applied["operation_id"])
+    assert snapshot(conn, bank) == before
