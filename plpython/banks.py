@@ -94,6 +94,15 @@ def read_bank(plpy, bank_id: str, argument: str = "bank_id") -> Bank:
     return _bank(bank_id, rows[0] if rows else None)
 
 
+def effective_settings_sql(plpy, bank_id: str) -> str:
+    """_effective_settings: the bank's settings as resolution reads them (defaults and overrides), as JSON.
+
+    For SQL that needs a setting (review_queue's close calls read the
+    threshold): the defaults live in settings.py only.
+    """
+    return json.dumps(read_bank(plpy, bank_id).cfg)
+
+
 def check_bank(plpy, bank_id: str, argument: str = "bank_id") -> None:
     """Check bank_id with the SQL rule (for entry points that read nothing else first)."""
     db.run(plpy, "bank_check", SQL_BANK_CHECK, ["text", "text"], [bank_id, argument])

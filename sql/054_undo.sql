@@ -85,9 +85,10 @@ DECLARE
     n bigint;
 BEGIN
     -- Only the mentions still where the operation moved them: one forgotten
-    -- since stays forgotten, one corrected since stays corrected.
+    -- since stays forgotten, one corrected since stays corrected. (The score
+    -- too: reresolve records the score of its new decision.)
     UPDATE mentions AS m
-    SET entity_id = r.entity_id, decision = r.decision, decided_at = r.decided_at
+    SET entity_id = r.entity_id, decision = r.decision, score = r.score, decided_at = r.decided_at
     FROM jsonb_populate_recordset(NULL::mentions, _restore_mentions.image -> 'mentions') AS r
     WHERE
         m.bank_id = _restore_mentions.bank_id AND m.unit_id = r.unit_id AND m.ordinal = r.ordinal
@@ -392,6 +393,67 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._undo_forget(text, bigint, jsonb, jsonb) IS
 'Internal (undo_operation): give a forgotten entity back, with its mentions and links in units that still exist.';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._undo_reresolve(
+    bank_id text, operation_id bigint, plan jsonb, before_image jsonb
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _undo_reresolve.bank_id;
+    image jsonb := _undo_reresolve.before_image;
+    touched uuid[];
+    missing uuid[];
+    target uuid;
+    units uuid[] := '{}';
+    n_mentions bigint := 0;
+BEGIN
+    -- As a merge's undo, per entity the moves went to (sql/058_reresolve.sql).
+    touched := ARRAY(SELECT r.id FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r);
+    -- The entities the moves left with nothing, which went, come back.
+    missing := ARRAY(
+        SELECT t.id FROM unnest(touched) AS t (id)
+        WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = t.id)
+    );
+    PERFORM _check_free_names(b, _image_names(image, missing), NULL, _undo_reresolve.operation_id);
+    INSERT INTO entities
+    SELECT r.*
+    FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
+    WHERE r.id = ANY(missing)
+    ORDER BY r.id;
+    FOR target IN
+        SELECT DISTINCT (mv -> 'to' ->> 'entity_id')::uuid FROM jsonb_array_elements(_undo_reresolve.plan -> 'moves') AS mv
+    LOOP
+        -- The mentions moved to it go back; the facts that still hold it get
+        -- their links back (those to the touched entities replaced).
+        n_mentions := n_mentions + _restore_mentions(b, jsonb_build_object('mentions', (
+            SELECT coalesce(jsonb_agg(r), '[]') FROM jsonb_array_elements(image -> 'mentions') AS r
+            WHERE EXISTS (
+                SELECT 1 FROM jsonb_array_elements(_undo_reresolve.plan -> 'moves') AS mv
+                WHERE
+                    mv ->> 'unit_id' = r ->> 'unit_id' AND mv ->> 'ordinal' = r ->> 'ordinal'
+                    AND (mv -> 'to' ->> 'entity_id')::uuid = target
+            )
+        )), target);
+        units := units || _restore_links(b, image, target, touched);
+    END LOOP;
+    units := ARRAY(SELECT DISTINCT x.id FROM unnest(units) AS x (id) ORDER BY x.id);
+    PERFORM _relink_mentions(b, units, touched);
+    PERFORM _restore_pairs(b, touched, image -> 'pairs');
+    RETURN jsonb_build_object(
+        'entities_restored', cardinality(missing), 'mentions_restored', n_mentions, 'units_restored', cardinality(units),
+        'orphans_removed', _remove_orphans(b, touched, image -> 'orphans')
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._undo_reresolve(text, bigint, jsonb, jsonb) IS
+'Internal (undo_operation): move a re-resolution''s mentions back, give their facts their links back, and bring '
+'back the entities it left with nothing.';
+
 CREATE OR REPLACE FUNCTION {{ schema }}.undo_operation(bank_id text, operation_id bigint)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -461,6 +523,8 @@ BEGIN
         result := _undo_rename(b, op.id, op.plan, op.before_image);
     ELSIF op.kind = 'forget_entity' THEN
         result := _undo_forget(b, op.id, op.plan, op.before_image);
+    ELSIF op.kind = 'reresolve' THEN
+        result := _undo_reresolve(b, op.id, op.plan, op.before_image);
     ELSIF op.kind = 'add_alias' THEN
         DELETE FROM entity_aliases AS a
         WHERE

@@ -11,6 +11,14 @@
 -- * likely_over_merge: an entity whose facts fall into two or more groups
 --   with no partner in common (facts linked when they share a partner
 --   entity); the fix is the split of the smaller group's facts.
+-- * close_call: a recent decision of the resolver (provenance: mentions
+--   decided in the last _close_call_days() days) whose score was within
+--   _close_call_margin() of the bank's threshold. Resolved into an entity:
+--   the fix is the split of that fact from it. Made a new entity: the fix
+--   is the merge of the new entity into the closest name of the bank (or
+--   mark_distinct, in the evidence, to say they differ).
+--   (`ambiguous` is an outcome explain_mention shows; provenance does not
+--   record it, so the queue cannot list it.)
 -- Evidence is read from the record (unit_entities), not from the flushed
 -- statistics, so a fact just written counts at once.
 -- Cost: the pairs of close names are found by comparing every two entities
@@ -22,6 +30,51 @@
 -- A dismissed item (review_dismissals) stays out of the queue while its
 -- evidence fingerprint (shared partners, facts of the smaller group) is not
 -- larger than when it was dismissed: new evidence brings it back.
+
+CREATE OR REPLACE FUNCTION {{ internal }}._close_call_margin()
+RETURNS float8
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- How near the threshold a score is a close call. 0.05 is a tenth of the
+    -- name weight: one letter in a ten-letter name (difflib ratio 0.9 against
+    -- 1.0) moves the score by 0.05, so a decision this close would have gone
+    -- the other way for a one-letter difference or a day more of recency.
+    SELECT 0.05::float8
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._close_call_margin() IS
+'Internal: how near the bank''s threshold a decision''s score is a close call in review_queue (0.05, either side).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._close_call_days()
+RETURNS integer
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- Close calls are recent decisions: an operator reviews what the resolver
+    -- did lately; older ones have been seen, or have been lived with.
+    SELECT 30
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._close_call_days() IS
+'Internal: how recent (days since mentions.decided_at) a decision must be to be a close call in review_queue (30).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._effective_settings(bank_id text)
+RETURNS jsonb
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ banks.effective_settings_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._effective_settings(text) IS
+'Internal: the bank''s settings as resolution reads them (defaults of plpython/settings.py and its overrides).';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._review_items(bank_id text)
 RETURNS TABLE (
@@ -39,6 +92,12 @@ STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
+DECLARE
+    settings jsonb := _effective_settings(_review_items.bank_id);
+    threshold float8 := (settings ->> 'threshold')::float8;
+    -- A name under the floor is never merged (design §3.4): no closest name.
+    floor float8 := (settings ->> 'merge_min_similarity')::float8;
+    margin float8 := _close_call_margin();
 BEGIN
     -- Every item of the bank, dismissed or not (review_queue filters).
     RETURN QUERY
@@ -156,12 +215,113 @@ BEGIN
     FROM split AS sp
     INNER JOIN entities AS e ON e.bank_id = _review_items.bank_id AND sp.entity = e.id
     WHERE sp.n_groups >= 2;
+
+    RETURN QUERY
+    WITH recent AS (
+        -- Decisions the resolver scored, lately, near the threshold (scores
+        -- compared at 6 decimals, as the resolver compares them).
+        SELECT m.unit_id, m.ordinal, m.mention, m.decision, m.score, e.id AS entity, e.canonical_name AS name,
+            e.entity_type, f.fact_id,
+            round((m.score - threshold)::numeric, 6) AS distance
+        FROM mentions AS m
+        INNER JOIN entities AS e ON m.bank_id = e.bank_id AND m.entity_id = e.id
+        LEFT JOIN facts AS f ON m.bank_id = f.bank_id AND m.unit_id = f.id
+        WHERE
+            m.bank_id = _review_items.bank_id AND e.entity_kind = 'regular'
+            AND m.decision IN ('resolved', 'created') AND m.score IS NOT NULL
+            AND m.decided_at >= now() - make_interval(days => _close_call_days())
+            AND abs(round((m.score - threshold)::numeric, 6)) <= round(margin::numeric, 6)
+    ),
+    calls AS (
+        SELECT r.*, c.id AS other, c.canonical_name AS other_name, c.sim,
+            -- The facts behind the item's entities: more is new evidence.
+            (
+                SELECT count(DISTINCT ue.unit_id) FROM unit_entities AS ue
+                WHERE ue.bank_id = _review_items.bank_id AND ue.entity_id IN (r.entity, c.id)
+            ) AS units,
+            EXISTS (
+                SELECT 1 FROM mentions AS o
+                WHERE o.bank_id = _review_items.bank_id AND o.entity_id = r.entity AND o.unit_id <> r.unit_id
+            ) AS elsewhere
+        FROM recent AS r
+        -- A new entity's closest name of the bank (one type, or untyped),
+        -- not judged distinct from it: the candidate it nearly was.
+        LEFT JOIN LATERAL (
+            SELECT x.id, x.canonical_name,
+                {{ trgm_schema }}.similarity(folded(x.canonical_name), folded(r.name)) AS sim
+            FROM entities AS x
+            WHERE
+                r.decision = 'created' AND x.bank_id = _review_items.bank_id AND x.id <> r.entity
+                AND x.entity_kind = 'regular'
+                AND (x.entity_type IS NULL OR r.entity_type IS NULL OR x.entity_type = r.entity_type)
+                AND NOT EXISTS (
+                    SELECT 1 FROM entity_judgements AS j
+                    WHERE
+                        j.bank_id = _review_items.bank_id
+                        AND j.entity_a = least(x.id, r.entity) AND j.entity_b = greatest(x.id, r.entity)
+                )
+                AND {{ trgm_schema }}.similarity(folded(x.canonical_name), folded(r.name)) >= floor
+            ORDER BY 3 DESC, x.id
+            LIMIT 1
+        ) AS c ON TRUE
+    )
+    SELECT
+        format('close_call:%s:%s', c.unit_id, c.ordinal),
+        'close_call'::text,
+        -- The closer to the threshold, the higher (1 at the threshold, 0 at the margin).
+        round((1 - abs(c.distance) / margin::numeric), 3),
+        CASE WHEN c.decision = 'created' THEN ARRAY[c.entity, c.other] ELSE ARRAY[c.entity] END,
+        CASE WHEN c.decision = 'created' THEN ARRAY[c.name, c.other_name] ELSE ARRAY[c.name] END,
+        jsonb_build_object(
+            'why', CASE
+                WHEN c.decision = 'created' THEN format(
+                    '%s in %s became the new entity %s with score %s, %s under the threshold %s; the closest name is %s',
+                    quote_literal(c.mention), coalesce('fact ' || quote_literal(c.fact_id), 'unit ' || c.unit_id),
+                    quote_literal(c.name), round(c.score::numeric, 3), round(abs(c.distance), 3), threshold,
+                    quote_literal(c.other_name))
+                ELSE format(
+                    '%s in %s resolved to %s with score %s, %s %s the threshold %s',
+                    quote_literal(c.mention), coalesce('fact ' || quote_literal(c.fact_id), 'unit ' || c.unit_id),
+                    quote_literal(c.name), round(c.score::numeric, 3), round(abs(c.distance), 3),
+                    CASE WHEN c.distance >= 0 THEN 'over' ELSE 'under' END, threshold)
+            END,
+            'mention', c.mention,
+            'unit_id', c.unit_id,
+            'fact_id', c.fact_id,
+            'ordinal', c.ordinal,
+            'decision', c.decision,
+            'score', round(c.score::numeric, 6),
+            'threshold', threshold,
+            'margin', margin,
+            'closest', CASE WHEN c.decision = 'created' THEN jsonb_build_object(
+                'entity_id', c.other, 'name', c.other_name, 'name_similarity', round(c.sim::numeric, 3)
+            ) END,
+            -- The other answer to a near miss: they are different.
+            'or', CASE WHEN c.decision = 'created' THEN format(
+                'SELECT %I.mark_distinct(%L, %L, %L, dry_run => true);',
+                current_schema(), _review_items.bank_id, c.entity, c.other
+            ) END,
+            'explain', format('SELECT * FROM %I.explain_mention(%L, %L);', current_schema(), _review_items.bank_id,
+                c.mention)
+        ),
+        c.units::numeric,
+        CASE
+            WHEN c.decision = 'created'
+                THEN format('SELECT %I.merge_entities(%L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                    current_schema(), _review_items.bank_id, c.entity, c.other)
+            ELSE format('SELECT %I.split_entity(%L, %L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                current_schema(), _review_items.bank_id, c.entity, c.unit_id, c.mention || ' (split)')
+        END
+    FROM calls AS c
+    -- A fix must exist: a near miss needs a closest name; a resolved
+    -- mention's split needs the entity to keep something.
+    WHERE (c.decision = 'created' AND c.other IS NOT NULL) OR (c.decision = 'resolved' AND c.elsewhere);
 END;
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._review_items(text) IS
-'Internal: every review item of a bank (likely duplicates, likely over-merges), dismissed or not, with its '
-'evidence fingerprint and fix.';
+'Internal: every review item of a bank (likely duplicates, likely over-merges, close calls), dismissed or not, '
+'with its evidence fingerprint and fix.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.review_queue(bank_id text, max_results integer DEFAULT 50)
 RETURNS TABLE (
@@ -198,8 +358,9 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.review_queue(text, integer) IS
 'What an operator should review, best first: likely duplicates (close names of one type, partners in common, not '
-'judged distinct) and likely over-merges (facts in groups sharing no partner), each with its evidence and the dry '
-'run that would fix it. Dismissed items (dismiss_review) stay out until their evidence grows.';
+'judged distinct), likely over-merges (facts in groups sharing no partner) and close calls (recent decisions '
+'within a margin of the threshold), each with its evidence and the dry run that would fix it. Dismissed items '
+'(dismiss_review) stay out until their evidence grows.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.dismiss_review(bank_id text, item text, reason text DEFAULT NULL)
 RETURNS jsonb

@@ -438,7 +438,8 @@ BEGIN
     -- A bank user reads its bindings (bank_roles). The curator adds to a
     -- usage role what corrections write (the functions of
     -- sql/05*.sql, as their caller): names and the curated flag
-    -- of entities; mentions moved to another entity; pairs recounted away;
+    -- of entities; mentions moved to another entity (with the score of a
+    -- re-resolution's decision); pairs recounted away;
     -- aliases, forwards and the ledger. It reads its own bindings
     -- (may_curate), as a bank user does.
     FOR obj IN
@@ -463,7 +464,7 @@ BEGIN
             ('schema_migrations', 'SELECT', both_roles),
             ('bank_roles', 'SELECT', quote_ident(bank_user)),
             ('entities', 'UPDATE (canonical_name, curated)', quote_ident(curator)),
-            ('mentions', 'UPDATE (entity_id, decision, decided_at)', quote_ident(curator)),
+            ('mentions', 'UPDATE (entity_id, decision, score, decided_at)', quote_ident(curator)),
             ('entity_cooccurrences', 'DELETE', quote_ident(curator)),
             ('entity_aliases', 'INSERT, DELETE, UPDATE (entity_id)', quote_ident(curator)),
             ('entity_forwards', 'INSERT, DELETE, UPDATE (new_id)', quote_ident(curator)),

@@ -1000,6 +1000,8 @@ _PLAN_FIELDS = (
     ("aliases_added", "aliases added"), ("aliases", "aliases"), ("alias_added", "alias added"),
     ("alias_removed", "alias removed"), ("forwards", "ids forwarded"),
     ("aliases_shared", "aliases the moved mentions are written as"), ("aliases_removed", "aliases removed"),
+    ("mentions_decided", "mentions decided again"), ("mentions_fixed", "mentions fixed (operator, alias, literal, label)"),
+    ("entities_removed", "entities left with nothing, removed"),
 )
 
 
@@ -1182,7 +1184,7 @@ def review_cmd(
     limit: Annotated[int, typer.Option("--limit", help="At most this many items.")] = 50,
     *, db: DbOptions,
 ) -> None:
-    """What to review: likely duplicates and over-merges, each with the dry run that fixes it."""
+    """What to review: likely duplicates, over-merges and close calls, each with the dry run that fixes it."""
     with db.client() as er:
         rows = _existing(er, bank, er.review(bank, limit=limit))
     if db.as_json:
@@ -1194,6 +1196,39 @@ def review_cmd(
     _out().print(table)
     if not rows:
         _err().print(f"bank {bank!r} has nothing to review")
+
+
+@_command(app, "reresolve")
+def reresolve_cmd(
+    bank: BankArg,
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Make the moves (one operation, undone by entity-resolver undo). Without it: a dry run, "
+                        "nothing written.")] = False,
+    entities: Annotated[Optional[List[str]], typer.Option(
+        "--entity", help="Only the mentions of this entity (id, name or alias; repeatable).")] = None,
+    since: Annotated[Optional[str], typer.Option(
+        "--since", help="Only the facts dated since this timestamp (e.g. 2026-03-01).")] = None,
+    reason: ReasonOpt = None,
+    *, db: DbOptions,
+) -> None:
+    """Decide the bank's stored facts again against the bank as it stands, and move what changed (dry run by default)."""
+    with db.client() as er:
+        plan = er.reresolve(bank, entities or None, since=since, dry_run=not apply, reason=reason)
+    _print_plan(bank, plan, db.as_json)
+    if db.as_json:
+        return
+    if plan.get("moves"):
+        table = _table("moves" + (" (not made: dry run)" if plan.get("dry_run") else ""),
+                       ("fact", "mention", "from", "to", "score", "why"), overflow="fold")
+        for m in plan["moves"]:
+            score = m.get("new_score")
+            table.add_row(m.get("fact_id") or str(m["unit_id"]), m["mention"], m["from"]["name"], m["to"]["name"],
+                          "–" if score is None else f"{score:.3f}", m["why"])
+        _out().print(table)
+    for k in plan.get("kept") or []:
+        _out().print(f"  kept {k['mention']!r} in {k.get('fact_id') or k['unit_id']} on {k['name']!r}: {k['why']}")
+    if plan.get("dry_run") and plan.get("moves"):
+        _err().print(f"apply with: entity-resolver reresolve {bank} --apply")
 
 
 @_command(app, "dismiss")

@@ -152,7 +152,7 @@ class ReviewItem:
     """Something an operator should look at (a row of review_queue), with the dry run that fixes it."""
 
     item: str                   # the key dismiss_review takes
-    kind: str                   # likely_duplicate, likely_over_merge
+    kind: str                   # likely_duplicate, likely_over_merge, close_call
     score: float               # numeric in SQL; a float here (JSON has no decimal)
     entity_ids: List[uuid.UUID]
     names: List[str]
@@ -561,6 +561,20 @@ class Client:
         return self._correct(
             "SELECT {s}.forget_entity(%s, %s, %s, %s, %s)",
             lambda c: (bank_id, self._entity_ids(bank_id, [entity], "entity", c)[0], dry_run, reason, erase))
+
+    def reresolve(self, bank_id: str, entities: Optional[Sequence[EntityRef]] = None, *,
+                  since: Optional[Union[datetime, str]] = None, dry_run: bool = True,
+                  reason: Optional[str] = None) -> Dict[str, Any]:
+        """Decide the bank's stored facts again against the bank as it stands; a dry run unless ``dry_run=False``.
+
+        ``entities``: only the mentions of these entities; ``since``: only the
+        facts dated since. The plan lists the ``moves`` (mention, fact, from,
+        to, old and new score, why) and what was ``kept`` and why (reresolve).
+        """
+        return self._correct(
+            "SELECT {s}.reresolve(%s, %s::uuid[], %s::timestamptz, %s, %s)",
+            lambda c: (bank_id, None if entities is None else self._entity_ids(bank_id, entities, "entities", c),
+                       since, dry_run, reason))
 
     def mark_distinct(self, bank_id: str, a: EntityRef, b: EntityRef, *, reason: Optional[str] = None,
                       dry_run: bool = False) -> Dict[str, Any]:

@@ -245,6 +245,19 @@ def mark_distinct(tb: Toolbox, bank_id: Bank,
     return tb.client.mark_distinct(bank_id, a, b, reason=reason, dry_run=not apply)
 
 
+def reresolve(tb: Toolbox, bank_id: Bank,
+              entities: Annotated[Optional[Names], Field(
+                  description="Only the mentions of these entities (ids, names or aliases); all when omitted.")] = None,
+              since: Annotated[Optional[str], Field(
+                  description="Only the facts dated at or after this timestamp.")] = None,
+              reason: Reason = None, apply: Apply = False) -> Dict[str, Any]:
+    """Decide stored facts again against what the bank knows now; move the mentions whose entity changed.
+
+    A dry run unless apply is true (the moves, each with its why).
+    """
+    return tb.client.reresolve(bank_id, entities, since=since, dry_run=not apply, reason=reason)
+
+
 def undo(tb: Toolbox, bank_id: Bank,
          operation_id: Annotated[int, Field(description="The operation to undo (history lists them).")],
          apply: Apply = False) -> Dict[str, Any]:
@@ -294,7 +307,8 @@ TOOLS: List[ToolSpec] = [
     ToolSpec(review, "read"),
     ToolSpec(retain, "write"),
     ToolSpec(merge, "repair"), ToolSpec(split, "repair"), ToolSpec(rename, "repair"), ToolSpec(alias, "repair"),
-    ToolSpec(unalias, "repair"), ToolSpec(mark_distinct, "repair"), ToolSpec(undo, "repair"),
+    ToolSpec(unalias, "repair"), ToolSpec(mark_distinct, "repair"), ToolSpec(reresolve, "repair"),
+    ToolSpec(undo, "repair"),
 ]
 
 

@@ -3,7 +3,7 @@
 An operator merging and undoing while four sessions insert facts into the same
 bank: nobody gets an error (the operator waits for the writers in flight, the
 writers wait for the operator), and afterwards every number equals the record.
-A property test drives random mixes of inserts, deletes, merges, splits and
+A property test drives random mixes of inserts, deletes, merges, splits, re-resolutions and
 undos and checks after each step that rebuild_stats finds nothing to fix.
 
 ER_PROPERTY_EXAMPLES (default 100) sets the examples of the property."""
@@ -98,6 +98,63 @@ def test_merges_and_undos_next_to_four_writers_raise_nothing_and_leave_exact_num
     assert total == facts
 
 
+@pytest.mark.slow
+def test_reresolve_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(conn, connect):
+    bank = "busy-reresolve"
+    pool = NAMES[:6] + ["Alex"]
+    conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) SELECT %s, to_jsonb(ARRAY[n]) FROM unnest(%s::text[]) n",
+                 (bank, pool))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    written = [0] * WRITERS
+    done = {"dry_run": 0, "applied": 0, "undo": 0}
+
+    def writer(n: int) -> None:
+        rnd = random.Random(n)
+        c = connect()
+        try:
+            while not stop.is_set():
+                c.execute(f"INSERT INTO {ER}.facts (bank_id, content, mentions) VALUES (%s, 'w', %s)",
+                          (bank, json.dumps(rnd.sample(pool, 3))))
+                written[n] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            stop.set()
+
+    def operator() -> None:
+        c = connect()
+        try:
+            while not stop.is_set():
+                # The facts of the last second: the bank grows, the step stays short.
+                since = c.execute("SELECT now() - interval '1 second'").fetchone()[0]
+                call(c, "reresolve", bank, None, since)
+                done["dry_run"] += 1
+                op = call(c, "reresolve", bank, None, since, dry_run=False)["operation_id"]
+                done["applied"] += 1
+                if op is not None:
+                    call(c, "undo_operation", bank, op)
+                    done["undo"] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+    threads.append(threading.Thread(target=operator))
+    for t in threads:
+        t.start()
+    stop.wait(6)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert min(written) > 0 and done["applied"] > 2, (written, done)
+    assert clean(differences(conn, bank))
+    total = conn.execute(f"SELECT sum(mention_count) FROM {ER}.entities WHERE bank_id = %s", (bank,)).fetchone()[0]
+    facts = conn.execute(f"SELECT sum(jsonb_array_length(mentions)) FROM {ER}.facts WHERE bank_id = %s",
+                         (bank,)).fetchone()[0]
+    assert total == facts
+
+
 # -- any mix of writes and corrections -------------------------------------------------
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
@@ -111,6 +168,10 @@ STEP = st.one_of(
     st.tuples(st.just("merge"), st.integers(0, 10**6)),
     st.tuples(st.just("split"), st.integers(0, 10**6)),
     st.tuples(st.just("undo"), st.integers(0, 10**6)),
+    st.tuples(st.just("reresolve"), st.integers(0, 10**6)),
+    # A bare "Alex" months before the others: what later facts say of it is
+    # what a re-resolution moves.
+    st.tuples(st.just("early"), st.sampled_from(NAMES[:6])),
 )
 
 # An undo may be refused, as documented: later operations build on it
@@ -128,6 +189,10 @@ def _apply(conn, bank, step, n_split):
         conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date) VALUES (%s, %s,"
                      " '2026-03-01'::timestamptz + %s * interval '1 hour')",
                      (bank, json.dumps(arg), len(arg)))
+        return
+    if kind == "early":
+        conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date) VALUES (%s, %s, '2026-01-01')",
+                     (bank, json.dumps(["Alex", arg])))
         return
     if kind == "delete":
         fact = _pick(conn.execute(f"SELECT id FROM {ER}.facts WHERE bank_id = %s ORDER BY id", (bank,)).fetchall(), arg)
@@ -151,6 +216,11 @@ def _apply(conn, bank, step, n_split):
             entity, units = chosen
             call(conn, "split_entity", bank, entity, units[: 1 + arg % (len(units) - 1)], f"Split {n_split}")
             event("split")
+    elif kind == "reresolve":
+        # All of the bank, or the mentions of one entity (arg picks which).
+        scope = None if arg % 2 or not entities else [entities[arg % len(entities)][0]]
+        moved = call(conn, "reresolve", bank, scope, dry_run=False)["moves"]
+        event("reresolved" if moved else "reresolve moved nothing")
     elif kind == "undo":
         op = _pick(conn.execute(f"SELECT id FROM {ER}.operations WHERE bank_id = %s AND undone_at IS NULL"
                                 " ORDER BY id", (bank,)).fetchall(), arg)

@@ -30,7 +30,7 @@ from shared import dsn_of
 BIN = Path(sys.executable).parent / "entity-resolver"
 STORY = json.loads((Path(__file__).parents[2] / "src/entity_resolver/demo_story.json").read_text())
 LOOKUPS = {"lookup", "explain", "find_entities", "entity_facts", "neighbors", "history", "review"}
-REPAIRS = {"merge", "split", "rename", "alias", "unalias", "undo", "mark_distinct"}
+REPAIRS = {"merge", "split", "rename", "alias", "unalias", "undo", "mark_distinct", "reresolve"}
 TOOLS = LOOKUPS | {"retain"} | REPAIRS
 REQUIRED = {
     "lookup": ["bank_id", "mention"], "explain": ["bank_id", "mention"], "find_entities": ["bank_id", "name"],
@@ -39,7 +39,7 @@ REQUIRED = {
     "retain": ["bank_id", "mentions"], "merge": ["bank_id", "sources", "into"],
     "split": ["bank_id", "entity", "facts", "new_name"], "rename": ["bank_id", "entity", "new_name"],
     "alias": ["bank_id", "entity", "alias"], "unalias": ["bank_id", "alias"], "undo": ["bank_id", "operation_id"],
-    "mark_distinct": ["bank_id", "a", "b"],
+    "mark_distinct": ["bank_id", "a", "b"], "reresolve": ["bank_id"],
 }
 
 
@@ -276,3 +276,21 @@ def test_review_lists_an_over_merge_with_its_dry_run_fix(conn):
     items = run_session(server_params(conn, "team"), session_fn)["items"]
     over = [i for i in items if i["kind"] == "likely_over_merge"]
     assert over and "split_entity" in over[0]["fix"] and "dry_run => true" in over[0]["fix"], items
+
+
+def test_reresolve_is_a_dry_run_unless_applied(conn):
+    for date, mentions in (("2026-01-01", ["Alex", "React"]), ("2026-03-01", ["Alex Kim", "React", "Sprint 14"]),
+                           ("2026-03-02", ["Alex Kim", "React", "Priya"])):
+        conn.execute("INSERT INTO entity_resolver.facts (bank_id, mentions, event_date) VALUES ('team', %s, %s)",
+                     (json.dumps(mentions), date))
+
+    async def session_fn(s):
+        before = snapshot(conn, "team")
+        dry = result_json(await s.call_tool("reresolve", {"bank_id": "team"}))
+        assert snapshot(conn, "team") == before
+        done = result_json(await s.call_tool("reresolve", {"bank_id": "team", "entities": "Alex", "apply": True}))
+        return dry, done
+
+    dry, done = run_session(server_params(conn, "team"), session_fn)
+    assert dry["dry_run"] is True and [m["to"]["name"] for m in dry["moves"]] == ["Alex Kim"]
+    assert done["dry_run"] is False and done["operation_id"] and len(done["moves"]) == 1

@@ -154,3 +154,74 @@ def test_a_bank_user_may_read_the_queue_and_only_a_curator_dismiss(conn, chen, r
     grant(conn, "chen", bob)
     b.execute(f"SELECT {ER}.dismiss_review('chen', %s)", (item["item"],))
     assert duplicates(b) == [] and duplicates(conn) == []
+
+
+# -- close calls --------------------------------------------------------------------------
+
+
+def close_calls(conn, bank_id):
+    return [r for r in queue(conn, bank_id) if r["kind"] == "close_call"]
+
+
+@pytest.fixture
+def near_miss(conn):
+    """'John Smithson' four days after 'Jon Smithson', in other company: score 0.566, a new entity
+    0.034 under the threshold."""
+    insert_fact(conn, "near", ["Jon Smithson", "Acme"], "2026-03-01T09:00:00Z", fact_id="f1")
+    unit = insert_fact(conn, "near", ["John Smithson", "Berlin"], "2026-03-05T09:00:00Z", fact_id="f2")
+    return {"unit": unit, "jon": entity_id(conn, "near", "Jon Smithson"),
+            "john": entity_id(conn, "near", "John Smithson")}
+
+
+def test_a_near_miss_is_a_close_call_with_the_merge_that_fixes_it(conn, near_miss):
+    [item] = close_calls(conn, "near")
+    assert item["item"] == f"close_call:{near_miss['unit']}:1"
+    assert item["names"] == ["John Smithson", "Jon Smithson"]
+    ev = item["evidence"]
+    assert ev["decision"] == "created" and ev["fact_id"] == "f2" and ev["threshold"] == 0.6
+    assert 0.55 < ev["score"] < 0.6 and ev["closest"]["name"] == "Jon Smithson"
+    assert "became the new entity 'John Smithson' with score 0.566, 0.034 under the threshold 0.6" in ev["why"]
+    before = conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = 'near'").fetchone()[0]
+    plan = conn.execute(item["fix"].rstrip(";")).fetchone()[0]
+    assert plan["dry_run"] is True and plan["kind"] == "merge"
+    assert plan["target"]["entity_id"] == near_miss["jon"]
+    other = conn.execute(ev["or"].rstrip(";")).fetchone()[0]
+    assert other["dry_run"] is True and other["kind"] == "mark_distinct"
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = 'near'").fetchone()[0] == before
+
+
+def test_a_resolution_just_over_the_threshold_is_a_close_call_with_the_split_that_fixes_it(conn):
+    insert_fact(conn, "over", ["Jon Smithson", "Acme"], "2026-03-01T09:00:00Z", fact_id="f1")
+    unit = insert_fact(conn, "over", ["John Smithson", "Berlin"], "2026-03-03T09:00:00Z", fact_id="f2")
+    [item] = close_calls(conn, "over")
+    ev = item["evidence"]
+    assert ev["decision"] == "resolved" and 0.6 <= ev["score"] < 0.65 and item["names"] == ["Jon Smithson"]
+    assert "over the threshold 0.6" in ev["why"]
+    plan = conn.execute(item["fix"].rstrip(";")).fetchone()[0]
+    assert plan["dry_run"] is True and plan["kind"] == "split" and plan["mentions_moved"] == 1
+    assert unit in item["fix"]
+
+
+def test_a_decision_far_from_the_threshold_is_no_close_call(conn):
+    insert_fact(conn, "far", ["Jon Smithson", "Acme"], "2026-03-01T09:00:00Z")
+    insert_fact(conn, "far", ["Jon Smithson", "Acme"], "2026-03-02T09:00:00Z")   # identical: 1.0
+    insert_fact(conn, "far", ["Priya Raman", "Oslo"], "2026-03-02T09:00:00Z")    # nothing close
+    assert close_calls(conn, "far") == []
+
+
+def test_a_close_call_judged_distinct_from_its_closest_name_is_no_item(conn, near_miss):
+    call(conn, "mark_distinct", "near", near_miss["john"], near_miss["jon"])
+    assert close_calls(conn, "near") == []
+
+
+def test_a_dismissed_close_call_stays_out_until_new_evidence(conn, near_miss):
+    [item] = close_calls(conn, "near")
+    done = call(conn, "dismiss_review", "near", item["item"], reason="two people")
+    assert done["kind"] == "close_call" and done["evidence"] == 2
+    assert close_calls(conn, "near") == []
+    # A fact about neither is no evidence; a fact about one of them is.
+    insert_fact(conn, "near", ["Priya Raman", "Oslo"], "2026-03-06T09:00:00Z")
+    assert close_calls(conn, "near") == []
+    insert_fact(conn, "near", ["Jon Smithson", "Oslo"], "2026-03-07T09:00:00Z")
+    [back] = close_calls(conn, "near")
+    assert back["item"] == item["item"]

@@ -53,7 +53,7 @@ EXPECTED_TABLE_PRIVILEGES = {
 # allowed per bank by the functions (grant_curation); see test_curation.py.
 EXPECTED_CURATOR_PRIVILEGES = {
     "entities": {"UPDATE(canonical_name)", "UPDATE(curated)"},
-    "mentions": {"UPDATE(entity_id)", "UPDATE(decision)", "UPDATE(decided_at)"},
+    "mentions": {"UPDATE(entity_id)", "UPDATE(decision)", "UPDATE(score)", "UPDATE(decided_at)"},  # score: reresolve
     "entity_cooccurrences": {"DELETE"},
     "entity_aliases": {"INSERT", "DELETE", "UPDATE(entity_id)"},
     "entity_forwards": {"INSERT", "DELETE", "UPDATE(new_id)"},

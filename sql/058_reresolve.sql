@@ -1,0 +1,411 @@
+-- Re-resolution: the stored facts of a bank decided again by the resolver,
+-- against the bank as it now stands (reresolve).
+--
+-- Why: the resolver decides a fact once, with what the bank knew then. A bare
+-- "Alex" stored before "Alex Kim" was known became an entity of its own; once
+-- Alex Kim's facts share its context, the same fact would resolve to him.
+--
+-- How, fact by fact, in a documented order (event_date, facts without one
+-- last; then the order they were stored: created_at, stored_order, id; a
+-- fact's mentions by position):
+--   1. leave the fact out (_reresolve_decide, in a subtransaction it rolls
+--      back): its provenance and links go, the numbers of their entities are
+--      recounted (_recount), and an entity left with nothing goes, as the
+--      flush would remove it;
+--   2. decide it: the resolver's own pipeline on the fact as stored (the
+--      trigger's, plpython/reresolve.py), writing nothing;
+--   3. move each mention whose entity changed (_reresolve_move), unless it is
+--      a fixed point; the facts after it see the move.
+-- Fixed points. Re-resolution never undoes an operator's merge, split, rename
+-- or alias: it moves mentions and nothing else (no entity is merged, renamed,
+-- given or stripped of an alias), and it does not decide again a mention an
+-- operator placed (decision operator: merge, split), one resolved through an
+-- alias (an operator's name, or a merged entity's), a literal or a label
+-- (exact by rule). A move between two entities judged distinct is not made:
+-- the operator said they are different things. A mention that would now make
+-- a new entity stays where it is (splitting is the operator's call). Units
+-- that are not facts (retain, resolve calls) are not decided again: their
+-- input (nearby names) is not stored.
+--
+-- The plan is made by running the moves in a subtransaction that is rolled
+-- back (_reresolve_plan): so the dry run shows exactly what applying does,
+-- and writes nothing. Both take the bank's lock exclusive (a correction's
+-- lock: writers wait, none is in flight), because the plan writes while it
+-- runs. Applied, it is one correction (sql/050_corrections.sql): ledgered with
+-- a before-image, undone by undo_operation (_undo_reresolve, sql/054_undo.sql).
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_fact(bank_id text, unit_id uuid)
+RETURNS TABLE (
+    ordinal integer,
+    entity_id uuid,
+    canonical_name text,
+    created boolean,
+    score float8,
+    decision text
+)
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
+AS $$ reresolve.decide_fact_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_fact(text, uuid) IS
+'Internal (reresolve): what the resolver decides now for each mention of a stored fact (the facts trigger''s '
+'pipeline, writing nothing); no entity_id where it would create one.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide(bank_id text, unit_id uuid)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_decide.bank_id;
+    u uuid := _reresolve_decide.unit_id;
+    touched uuid[];
+    kept uuid[];
+    result jsonb;
+BEGIN
+    -- A fact is decided as if it arrived now: without its own mentions,
+    -- links and the numbers they made, which would vote for the entity it
+    -- went to. In a subtransaction rolled back: nothing of it stays.
+    BEGIN
+        touched := ARRAY(
+            SELECT m.entity_id FROM mentions AS m WHERE m.bank_id = b AND m.unit_id = u
+            UNION
+            SELECT ue.entity_id FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = u
+        );
+        -- An entity a fixed mention of the fact holds (an operator's) stays a
+        -- candidate for its other mentions.
+        kept := ARRAY(
+            SELECT m.entity_id FROM mentions AS m
+            WHERE m.bank_id = b AND m.unit_id = u AND m.decision NOT IN ('resolved', 'created', 'memory')
+        );
+        DELETE FROM mentions AS m WHERE m.bank_id = b AND m.unit_id = u;
+        DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = u;
+        PERFORM _recount(b, touched, TRUE);
+        result := jsonb_build_object(
+            'left_out', _remove_orphans(
+                b, ARRAY(SELECT t.id FROM unnest(touched) AS t (id) WHERE t.id <> ALL(kept)), '[]'
+            )
+        );
+        result := result || jsonb_build_object('decided', (
+            SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]') FROM _reresolve_fact(b, u) AS d
+        ));
+        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the fact left out is put back';
+    EXCEPTION
+        WHEN SQLSTATE 'ER900' THEN
+            NULL;
+    END;
+    RETURN result;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid) IS
+'Internal (reresolve): a stored fact decided again without its own contribution (its provenance, links and '
+'statistics, and the entities only it held, left out in a subtransaction rolled back): {decided, left_out}.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_move(bank_id text, unit_id uuid, moves jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_move.bank_id;
+    u uuid := _reresolve_move.unit_id;
+    mv record;
+    froms uuid[];
+    tos uuid[];
+BEGIN
+    -- Moves of one fact's mentions ({ordinal, to, decision, score}): the
+    -- provenance says what the resolver decided now, the fact links the
+    -- entities its mentions went to, the numbers follow the record.
+    froms := ARRAY(
+        SELECT DISTINCT m.entity_id FROM mentions AS m
+        WHERE
+            m.bank_id = b AND m.unit_id = u
+            AND m.ordinal IN (SELECT (x ->> 'ordinal')::integer FROM jsonb_array_elements(_reresolve_move.moves) AS x)
+    );
+    tos := ARRAY(SELECT DISTINCT (x ->> 'to')::uuid FROM jsonb_array_elements(_reresolve_move.moves) AS x);
+    -- One row at a time: moves are few, and Citus refuses an UPDATE joined
+    -- to the rows of a set-returning function.
+    FOR mv IN
+        SELECT * FROM jsonb_to_recordset(_reresolve_move.moves) AS x (ordinal integer, "to" uuid, decision text,
+            score float8)
+    LOOP
+        UPDATE mentions AS m
+        SET entity_id = mv."to", decision = mv.decision, score = mv.score, decided_at = now()
+        WHERE m.bank_id = b AND m.unit_id = u AND m.ordinal = mv.ordinal;
+    END LOOP;
+    -- New links first (dated as the fact's other links), then the links no
+    -- mention of the fact holds any more.
+    PERFORM _relink_mentions(b, ARRAY[u], tos);
+    DELETE FROM unit_entities AS ue
+    WHERE
+        ue.bank_id = b AND ue.unit_id = u AND ue.entity_id = ANY(froms)
+        AND NOT EXISTS (
+            SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.unit_id = u AND m.entity_id = ue.entity_id
+        );
+    PERFORM _recount(b, froms || tos, TRUE);
+    -- An entity left with nothing goes, as the flush would remove it; one
+    -- an operator judged stays, with its judgement.
+    RETURN _remove_orphans(
+        b,
+        ARRAY(
+            SELECT f.id FROM unnest(froms) AS f (id)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM entity_judgements AS j
+                WHERE j.bank_id = b AND (j.entity_a = f.id OR j.entity_b = f.id)
+            )
+        ),
+        '[]'
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_move(text, uuid, jsonb) IS
+'Internal (reresolve): move mentions of one fact to the entities decided now: provenance, links, recount; an entity '
+'left with nothing (not curated, not judged) is removed. Returns the removed ids.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_plan(
+    bank_id text, entity_ids uuid[], since timestamptz, take_lock boolean
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_plan.bank_id;
+    ids uuid[] := _reresolve_plan.entity_ids;
+    units uuid[];
+    u uuid;
+    decided jsonb;
+    m record;
+    now_is record;
+    unit_moves jsonb;
+    moves jsonb := '[]';
+    kept jsonb := '[]';
+    removed jsonb := '[]';
+    n_decided bigint := 0;
+    n_fixed bigint := 0;
+BEGIN
+    -- Every move, made in a subtransaction rolled back at the end: each fact
+    -- is decided against the bank with the moves before it made.
+    BEGIN
+        IF _reresolve_plan.take_lock THEN
+            -- (a dry run: the lock and the flush of _correction_begin, undone with the rest)
+            PERFORM _lock_bank(b, TRUE);
+            PERFORM _flush_queue(b, FALSE);
+        END IF;
+        units := ARRAY(
+            SELECT f.id FROM facts AS f
+            WHERE
+                f.bank_id = b
+                AND (_reresolve_plan.since IS NULL OR f.event_date >= _reresolve_plan.since)
+                AND (ids IS NULL OR EXISTS (
+                    SELECT 1 FROM mentions AS x WHERE x.bank_id = b AND x.unit_id = f.id AND x.entity_id = ANY(ids)
+                ))
+            ORDER BY f.event_date, f.created_at, f.stored_order, f.id
+        );
+        FOREACH u IN ARRAY units LOOP
+            decided := NULL;
+            unit_moves := '[]';
+            FOR m IN
+                SELECT x.ordinal, x.mention, x.entity_id, x.decision, x.score, e.canonical_name, f.fact_id
+                FROM mentions AS x
+                INNER JOIN entities AS e ON x.bank_id = e.bank_id AND x.entity_id = e.id
+                INNER JOIN facts AS f ON x.bank_id = f.bank_id AND x.unit_id = f.id
+                WHERE x.bank_id = b AND x.unit_id = u
+                ORDER BY x.ordinal
+            LOOP
+                -- Fixed points: placed by an operator, through an alias, or exact by rule.
+                IF m.decision NOT IN ('resolved', 'created', 'memory') THEN
+                    n_fixed := n_fixed + 1;
+                    CONTINUE;
+                END IF;
+                -- Scoped to some entities: only their mentions.
+                CONTINUE WHEN ids IS NOT NULL AND m.entity_id <> ALL(ids);
+                n_decided := n_decided + 1;
+                IF decided IS NULL THEN
+                    decided := _reresolve_decide(b, u);
+                END IF;
+                SELECT * INTO now_is
+                FROM jsonb_to_recordset(decided -> 'decided') AS d (ordinal integer, entity_id uuid,
+                    canonical_name text, created boolean, score float8, decision text)
+                WHERE d.ordinal = m.ordinal;
+                CONTINUE WHEN NOT FOUND OR now_is.entity_id = m.entity_id;
+                IF now_is.created THEN
+                    -- A new entity where the fact's own one was left out is
+                    -- that entity again; elsewhere a split, the operator's call.
+                    CONTINUE WHEN (decided -> 'left_out') ? m.entity_id::text;
+                    kept := kept || jsonb_build_object(
+                        'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
+                        'entity_id', m.entity_id, 'name', m.canonical_name,
+                        'why', format('would now be a new entity (score %s): not moved; split_entity does that',
+                            coalesce(round(now_is.score::numeric, 3)::text, 'none'))
+                    );
+                    CONTINUE;
+                END IF;
+                IF EXISTS (
+                    SELECT 1 FROM entity_judgements AS j
+                    WHERE
+                        j.bank_id = b AND j.entity_a = least(m.entity_id, now_is.entity_id)
+                        AND j.entity_b = greatest(m.entity_id, now_is.entity_id)
+                ) THEN
+                    kept := kept || jsonb_build_object(
+                        'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
+                        'entity_id', m.entity_id, 'name', m.canonical_name,
+                        'why', format('would now go to %s, which is judged distinct from %s: not moved',
+                            quote_literal(now_is.canonical_name), quote_literal(m.canonical_name))
+                    );
+                    CONTINUE;
+                END IF;
+                unit_moves := unit_moves || jsonb_build_object(
+                    'ordinal', m.ordinal, 'to', now_is.entity_id, 'decision', now_is.decision, 'score', now_is.score
+                );
+                moves := moves || jsonb_build_object(
+                    'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
+                    'from', jsonb_build_object('entity_id', m.entity_id, 'name', m.canonical_name),
+                    'to', jsonb_build_object('entity_id', now_is.entity_id, 'name', now_is.canonical_name),
+                    'old_decision', m.decision, 'new_decision', now_is.decision,
+                    'old_score', m.score, 'new_score', now_is.score,
+                    'why', format('decided again against the bank as it stands: %s %s (score %s), was %s %s (score %s)',
+                        now_is.decision, quote_literal(now_is.canonical_name),
+                        coalesce(round(now_is.score::numeric, 3)::text, 'none'),
+                        m.decision, quote_literal(m.canonical_name),
+                        coalesce(round(m.score::numeric, 3)::text, 'none'))
+                );
+            END LOOP;
+            IF jsonb_array_length(unit_moves) > 0 THEN
+                removed := removed || _reresolve_move(b, u, unit_moves);
+            END IF;
+        END LOOP;
+        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the plan is rolled back';
+    EXCEPTION
+        WHEN SQLSTATE 'ER900' THEN
+            NULL;
+    END;
+    RETURN jsonb_build_object(
+        'facts', cardinality(units),
+        'mentions_decided', n_decided,
+        'mentions_fixed', n_fixed,
+        'mentions_moved', jsonb_array_length(moves),
+        'moves', moves,
+        'kept', kept,
+        'entities_removed', removed
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_plan(text, uuid[], timestamptz, boolean) IS
+'Internal (reresolve): every move re-resolution would make, in order, found by making them in a subtransaction '
+'rolled back; take_lock: lock the bank and flush its queue inside it (a dry run).';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.reresolve(
+    bank_id text,
+    entity_ids uuid[] DEFAULT NULL,
+    since timestamptz DEFAULT NULL,
+    dry_run boolean DEFAULT TRUE,
+    reason text DEFAULT NULL
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := check_bank_id(reresolve.bank_id);
+    given uuid;
+    ids uuid[];
+    plan jsonb;
+    touched uuid[];
+    units uuid[];
+    u uuid;
+    image jsonb;
+    op_id bigint;
+BEGIN
+    IF reresolve.entity_ids IS NOT NULL THEN
+        PERFORM _check_id_array(reresolve.entity_ids, 'entity_ids', 'entity');
+    END IF;
+    PERFORM _correction_begin(b, reresolve.dry_run);
+    PERFORM _require_bank(b);
+    IF reresolve.entity_ids IS NOT NULL THEN
+        -- In the order given (the first bad one is named); an id merged away
+        -- stands for the entity it became.
+        ids := '{}';
+        FOREACH given IN ARRAY reresolve.entity_ids LOOP
+            ids := ids || (_judged_entity(b, given, 'entity_ids') ->> 'id')::uuid;
+        END LOOP;
+    END IF;
+
+    plan := jsonb_build_object(
+        'kind', 'reresolve',
+        'bank_id', b,
+        'scope', jsonb_build_object('entity_ids', to_jsonb(ids), 'since', reresolve.since),
+        'order', 'facts by event_date (none last), then as stored (created_at, stored_order, id); mentions by position'
+    ) || _reresolve_plan(b, ids, reresolve.since, reresolve.dry_run);
+    plan := plan || jsonb_build_object('summary', format('reresolve %s fact(s): %s of %s mention(s) moved',
+        plan ->> 'facts', plan ->> 'mentions_moved', plan ->> 'mentions_decided'));
+    IF reresolve.dry_run OR jsonb_array_length(plan -> 'moves') = 0 THEN
+        -- Nothing to write (a dry run, or nothing moves): nothing ledgered.
+        RETURN plan || jsonb_build_object('dry_run', reresolve.dry_run, 'operation_id', NULL);
+    END IF;
+
+    touched := ARRAY(
+        SELECT DISTINCT x.id
+        FROM jsonb_array_elements(plan -> 'moves') AS mv,
+            LATERAL (VALUES ((mv -> 'from' ->> 'entity_id')::uuid), ((mv -> 'to' ->> 'entity_id')::uuid)) AS x (id)
+        ORDER BY x.id
+    );
+    units := ARRAY(
+        SELECT DISTINCT (mv ->> 'unit_id')::uuid FROM jsonb_array_elements(plan -> 'moves') AS mv
+    );
+    image := jsonb_build_object(
+        'entities', (SELECT jsonb_agg(to_jsonb(e) ORDER BY e.id) FROM entities AS e
+            WHERE e.bank_id = b AND e.id = ANY(touched)),
+        'mentions', (SELECT coalesce(jsonb_agg(to_jsonb(m) ORDER BY m.unit_id, m.ordinal), '[]')
+            FROM mentions AS m
+            INNER JOIN jsonb_array_elements(plan -> 'moves') AS mv
+                ON m.unit_id = (mv ->> 'unit_id')::uuid AND m.ordinal = (mv ->> 'ordinal')::integer
+            WHERE m.bank_id = b),
+        'links', (SELECT coalesce(jsonb_agg(to_jsonb(ue) ORDER BY ue.unit_id, ue.entity_id), '[]')
+            FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = ANY(units)),
+        'pairs', _pairs_image(b, touched),
+        'orphans', _orphans(b, touched)
+    );
+    op_id := _record_operation(b, 'reresolve', reresolve.reason, touched, plan, image);
+
+    -- The plan's moves again, fact by fact in its order: the same bank (we
+    -- hold its lock), the same moves, the same result.
+    FOR u IN
+        SELECT (mv ->> 'unit_id')::uuid FROM jsonb_array_elements(plan -> 'moves') WITH ORDINALITY AS x (mv, i)
+        GROUP BY (mv ->> 'unit_id')::uuid
+        ORDER BY min(x.i)
+    LOOP
+        PERFORM _reresolve_move(b, u, (
+            SELECT jsonb_agg(jsonb_build_object(
+                'ordinal', mv -> 'ordinal', 'to', mv -> 'to' -> 'entity_id', 'decision', mv -> 'new_decision',
+                'score', mv -> 'new_score'
+            ) ORDER BY x.i)
+            FROM jsonb_array_elements(plan -> 'moves') WITH ORDINALITY AS x (mv, i)
+            WHERE (mv ->> 'unit_id')::uuid = u
+        ));
+    END LOOP;
+    RETURN plan || jsonb_build_object('dry_run', FALSE, 'operation_id', op_id);
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, text) IS
+'Operator correction: decide the bank''s stored facts again against the bank as it now stands (all of them, those '
+'mentioning entity_ids, or those dated since), in order (event_date, then as stored), and move the mentions whose '
+'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
+'entities judged distinct; no entity is created, merged or renamed. dry_run (the default) returns the moves '
+'without writing; applied, one transaction, ledgered (undo_operation).';

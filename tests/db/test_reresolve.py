@@ -1,0 +1,220 @@
+"""Re-resolution (docs/corrections.md): reresolve decides the bank's stored facts
+again against the bank as it now stands and moves what changed; a dry run by
+default, applied as one ledgered operation that undo_operation reverses exactly;
+operators' decisions and judgements are fixed points."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from corrections_helpers import ER, call, differences, entity_id, insert_fact, operations_count, snapshot
+from test_curation import grant
+
+
+def mention_entity(conn, unit, ordinal=1):
+    """(canonical name, decision) of a fact's mention."""
+    return conn.execute(
+        f"SELECT e.canonical_name, m.decision FROM {ER}.mentions AS m"
+        f" JOIN {ER}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
+        " WHERE m.bank_id = 'early' AND m.unit_id = %s AND m.ordinal = %s", (unit, ordinal)).fetchone()
+
+
+@pytest.fixture
+def early(conn):
+    """A bare "Alex" next to React in January, before "Alex Kim" was known: a new entity "Alex".
+    In March Alex Kim works on React twice: decided now, the January "Alex" is Alex Kim."""
+    units = {"f1": insert_fact(conn, "early", ["Alex", "React"], "2026-01-01T09:00:00Z", fact_id="f1"),
+             "f2": insert_fact(conn, "early", ["Alex Kim", "React", "Sprint 14"], "2026-03-01T09:00:00Z",
+                               fact_id="f2"),
+             "f3": insert_fact(conn, "early", ["Alex Kim", "React", "Priya"], "2026-03-02T09:00:00Z", fact_id="f3")}
+    assert mention_entity(conn, units["f1"]) == ("Alex", "created")
+    return units | {"alex": entity_id(conn, "early", "Alex"), "kim": entity_id(conn, "early", "Alex Kim")}
+
+
+def test_a_bare_name_stored_before_the_full_name_was_known_moves_to_it(conn, early):
+    plan = call(conn, "reresolve", "early", dry_run=False, reason="Alex Kim is known now")
+    [move] = plan["moves"]
+    assert move["unit_id"] == early["f1"] and move["fact_id"] == "f1" and move["ordinal"] == 1
+    assert move["mention"] == "Alex" and move["from"] == {"entity_id": early["alex"], "name": "Alex"}
+    assert move["to"] == {"entity_id": early["kim"], "name": "Alex Kim"}
+    assert move["old_decision"] == "created" and move["new_decision"] == "resolved" and move["new_score"] >= 0.6
+    assert "resolved 'Alex Kim'" in move["why"]
+    assert plan["facts"] == 3 and plan["mentions_moved"] == 1 and plan["dry_run"] is False
+    # The entity only that mention held goes, as the flush would remove it.
+    assert plan["entities_removed"] == [early["alex"]]
+    assert mention_entity(conn, early["f1"]) == ("Alex Kim", "resolved")
+    assert conn.execute(f"SELECT entity_id::text FROM {ER}.unit_entities WHERE bank_id = 'early' AND unit_id = %s"
+                        " ORDER BY entity_id", (early["f1"],)).fetchall() == sorted(
+        [(early["kim"],), (entity_id(conn, "early", "React"),)])
+    [(kind, reason)] = conn.execute(f"SELECT kind, reason FROM {ER}.operations WHERE bank_id = 'early'").fetchall()
+    assert (kind, reason) == ("reresolve", "Alex Kim is known now")
+    # The numbers equal the record: rebuild_stats finds nothing to change.
+    assert differences(conn, "early") == {"differences": 0, "entities": [], "pairs": [], "orphans": []}
+
+
+def test_the_dry_run_is_the_default_and_writes_nothing(conn, early):
+    before = snapshot(conn, "early")
+    plan = call(conn, "reresolve", "early")
+    assert plan["dry_run"] is True and plan["operation_id"] is None and len(plan["moves"]) == 1
+    assert plan["entities_removed"] == [early["alex"]]
+    assert snapshot(conn, "early") == before and operations_count(conn, "early") == 0
+
+
+def test_a_second_reresolve_finds_nothing_to_move(conn, early):
+    call(conn, "reresolve", "early", dry_run=False)
+    again = call(conn, "reresolve", "early", dry_run=False)
+    assert again["moves"] == [] and again["operation_id"] is None
+    assert operations_count(conn, "early") == 1
+
+
+def test_undo_restores_the_bank_exactly(conn, early):
+    before = snapshot(conn, "early")
+    op = call(conn, "reresolve", "early", dry_run=False)["operation_id"]
+    assert snapshot(conn, "early") != before
+    undone = call(conn, "undo_operation", "early", op)
+    assert undone["undone"] is True and undone["mentions_restored"] == 1 and undone["entities_restored"] == 1
+    assert snapshot(conn, "early") == before
+    assert differences(conn, "early")["differences"] == 0
+
+
+def test_a_judgement_keeps_the_mention_where_it_is(conn, early):
+    call(conn, "mark_distinct", "early", early["alex"], early["kim"], reason="the intern")
+    plan = call(conn, "reresolve", "early", dry_run=False)
+    assert plan["moves"] == [] and plan["entities_removed"] == []
+    [kept] = plan["kept"]
+    assert kept["unit_id"] == early["f1"] and "judged distinct" in kept["why"]
+    assert mention_entity(conn, early["f1"]) == ("Alex", "created")
+
+
+def test_an_operators_split_is_a_fixed_point(conn, early):
+    # A second January "Alex" goes to Alex Kim, known now; the operator splits
+    # it off by hand. Decided again it would go back to Alex Kim; it stays.
+    f0 = insert_fact(conn, "early", ["Alex", "React"], "2026-01-02T09:00:00Z", fact_id="f0")
+    assert mention_entity(conn, f0) == ("Alex Kim", "resolved")
+    call(conn, "split_entity", "early", early["kim"], [f0], "Alex the intern")
+    plan = call(conn, "reresolve", "early", dry_run=False)
+    assert "f0" not in [m["fact_id"] for m in plan["moves"]]
+    assert plan["mentions_fixed"] == 1
+    assert mention_entity(conn, f0) == ("Alex the intern", "operator")
+
+
+def test_an_operators_merge_and_its_alias_stay(conn, early):
+    # The operator merged Alex Kim into the bare Alex: its mentions are
+    # theirs to place, and "Alex Kim" is now an alias of Alex.
+    call(conn, "merge_entities", "early", [early["kim"]], early["alex"])
+    before = snapshot(conn, "early")
+    plan = call(conn, "reresolve", "early", dry_run=False)
+    assert plan["moves"] == [] and plan["mentions_fixed"] == 2
+    assert snapshot(conn, "early") == before
+
+
+def test_a_rename_keeps_its_mentions(conn, early):
+    # Renamed, "Alex" is an alias of the entity: the January mention resolves through it again.
+    call(conn, "rename_entity", "early", early["alex"], "Alex the intern")
+    plan = call(conn, "reresolve", "early", dry_run=False)
+    assert plan["moves"] == []
+    assert mention_entity(conn, early["f1"]) == ("Alex the intern", "created")
+
+
+def test_the_scope_is_some_entities_or_the_facts_since_a_date(conn, early):
+    assert call(conn, "reresolve", "early", entity_ids=[early["kim"]])["moves"] == []
+    assert len(call(conn, "reresolve", "early", entity_ids=[early["alex"]])["moves"]) == 1
+    assert call(conn, "reresolve", "early", entity_ids=[early["alex"]])["facts"] == 1
+    assert call(conn, "reresolve", "early", since="2026-02-01")["moves"] == []
+    assert call(conn, "reresolve", "early", since="2026-02-01")["facts"] == 2
+    assert len(call(conn, "reresolve", "early", since="2026-01-01")["moves"]) == 1
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((None,), psycopg.errors.NullValueNotAllowed, "^bank_id: must not be null"),
+    (("  ",), psycopg.errors.InvalidParameterValue, "^bank_id: must not be empty or blank"),
+    (("nobank",), psycopg.errors.UndefinedObject, "^bank_id: bank 'nobank' does not exist"),
+    (("early", []), psycopg.errors.InvalidParameterValue, "^entity_ids: must name at least one entity"),
+    (("early", [None]), psycopg.errors.NullValueNotAllowed, "^entity_ids: element 1 is NULL"),
+    (("early", ["00000000-0000-0000-0000-000000000001"]), psycopg.errors.InvalidParameterValue,
+     "^entity_ids: 00000000-0000-0000-0000-000000000001 is not an entity of bank 'early'"),
+    (("early", None, None, None), psycopg.errors.NullValueNotAllowed, "^dry_run: must not be null"),
+])
+def test_bad_arguments_are_refused_and_change_nothing(conn, early, args, error, message):
+    before = snapshot(conn, "early")
+    with pytest.raises(error, match=message):
+        call(conn, "reresolve", *args)
+    assert snapshot(conn, "early") == before and operations_count(conn, "early") == 0
+
+
+def test_only_a_curator_may_reresolve(conn, early, roles, connect_as):
+    bob = roles()
+    conn.execute(f"SELECT {ER}.grant_bank_access('early', %s)", (bob,))
+    b = connect_as(bob)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="^bank_id: role .* may not correct bank 'early'"):
+        b.execute(f"SELECT {ER}.reresolve('early')")
+    grant(conn, "early", bob)
+    plan = b.execute(f"SELECT {ER}.reresolve('early', dry_run => false)").fetchone()[0]
+    assert len(plan["moves"]) == 1
+    assert call(conn, "undo_operation", "early", plan["operation_id"])["undone"] is True
+
+
+def test_the_client_and_the_cli_reresolve(conn, early):
+    import json
+
+    from typer.testing import CliRunner
+
+    from entity_resolver.cli import app
+    from entity_resolver.client import Client
+
+    i = conn.info
+    dsn = f"host={i.host} port={i.port} user={i.user} dbname={i.dbname}"
+    with Client(dsn) as er:
+        assert len(er.reresolve("early", ["Alex"])["moves"]) == 1
+        assert er.reresolve("early", since="2026-02-01")["moves"] == []
+    env = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUMNS": "300"}
+
+    def cli(*args):
+        return CliRunner().invoke(app, [*args, "--dsn", dsn], env=env, catch_exceptions=False)
+
+    dry = cli("reresolve", "early")
+    assert dry.exit_code == 0, dry.output
+    assert "dry run" in dry.stdout and "Alex Kim" in dry.stdout and "--apply" in dry.stderr
+    assert mention_entity(conn, early["f1"]) == ("Alex", "created")
+    applied = json.loads(cli("reresolve", "early", "--apply", "--json").stdout)
+    assert applied["dry_run"] is False and applied["operation_id"] is not None
+    assert mention_entity(conn, early["f1"]) == ("Alex Kim", "resolved")
+
+
+# -- any bank ---------------------------------------------------------------------------
+
+EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
+POOL = ["Alex", "Alex Kim", "Alex Morgan", "Acme", "React", "Priya", "Sprint 14"]
+FACTS = st.lists(st.tuples(st.integers(0, 90), st.lists(st.sampled_from(POOL), min_size=1, max_size=3, unique=True)),
+                 min_size=2, max_size=8)
+
+
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, derandomize=False, print_blob=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(facts=FACTS)
+def test_on_any_bank_the_dry_run_is_the_apply_and_undo_restores_it(conn, facts):
+    bank = f"any-{uuid.uuid4().hex[:8]}"
+    for days, mentions in facts:
+        conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
+                     " VALUES (%s, %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
+                     (bank, json.dumps(mentions), days))
+    before = snapshot(conn, bank)
+    dry = call(conn, "reresolve", bank)
+    assert snapshot(conn, bank) == before
+    applied = call(conn, "reresolve", bank, dry_run=False)
+    assert applied["moves"] == dry["moves"] and applied["entities_removed"] == dry["entities_removed"]
+    report = differences(conn, bank)
+    assert (report["differences"], report["orphans"]) == (0, []), report
+    if applied["operation_id"] is None:
+        event("nothing moved")
+        return
+    event("moved")
+    call(conn, "undo_operation", bank, applied["operation_id"])
+    assert snapshot(conn, bank) == before
