@@ -10,11 +10,17 @@ STAMP := $(VENV)/.installed
 # property tests, concurrency and crash tests); make test-all runs them too.
 # The tests of CREATE EXTENSION install this checkout's build into the
 # server's share directory themselves (tests/db/conftest.py, extension_files).
+# Test files are spread over one worker per core (pytest-xdist; a file's
+# tests stay together on one worker, with its module-wide fixtures); every
+# worker starts a PostgreSQL cluster of its own. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
 test: setup graph-deps lint lint-extension
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 test-all: setup graph-deps lint lint-extension
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 # Graphviz and headless Chromium, for tests/db/test_graph.py (skipped without them).
 graph-deps:
