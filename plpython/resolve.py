@@ -208,6 +208,7 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     near.update(_others_of_fact(folded, fact_index, live_shared))
     if survivors and near:
         context.fill_partners(call.plpy, call.bank, survivors, near, state, cfg, call.data)
+
     def bank_entities() -> int:
         # Read once per call; the entities the call created since count too,
         # so that a statement of many facts sees what fact by fact would.
