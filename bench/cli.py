@@ -49,6 +49,9 @@ def bench(
     accuracy: Annotated[bool, typer.Option("--accuracy/--no-accuracy", help="Also replay the committed corpora "
                                            "under both profiles (the accuracy figures, evaluation.md; about 1.5 "
                                            "minutes).")] = True,
+    heldout: Annotated[bool, typer.Option("--heldout/--no-heldout", help="Also replay the held-out families "
+                                          "(bench/heldout.py) under each lever alone and both profiles: the wrong "
+                                          "merges each lever adds over the reference (about 5 minutes).")] = True,
     neighbours: Annotated[int, typer.Option("--neighbours", min=0, help="Entities of 100 other banks beside a bank "
                                             "of 1,000 in the banks-side-by-side figure (0: skip it).")] = 1_000_000,
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
@@ -86,6 +89,8 @@ def bench(
     extra = {"evaluation_out": None} if no_out else {}
     if not accuracy:
         extra["corpora"] = None  # run_bench then writes no evaluation.md either
+    if not heldout:
+        extra["heldout_seeds"] = ()
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
                        writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))

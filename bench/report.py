@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 from bench.banks import markdown as banks_markdown
+from bench.heldout import markdown as heldout_markdown
 from bench.imports import markdown as imports_markdown
 from bench.pairs import markdown as pairs_markdown
 from bench.per_fact import markdown as per_fact_markdown
@@ -57,6 +58,15 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
             value = four["mentions_per_second"]
             out[f"trigger with 4 writers at {entry['entities']:,} entities"] = {
                 "target": ">= 1000 mentions/s", "value": value, "met": value >= 1000}
+    held = result.get("heldout")
+    if held:
+        # Issue 31 item 6: no lever, nor the enhanced profile, adds a wrong merge on data it was not tuned on.
+        for name, added in held["added_wrong_merges"].items():
+            if name == "reference":
+                continue
+            label = "the enhanced profile" if name == "enhanced" else f"lever {name} alone"
+            out[f"held-out families: wrong merges {label} adds over the reference"] = {
+                "target": "0", "value": added, "met": added == 0}
     pairs = result.get("fact_pairs", {}).get("largest_over_smallest_per_pair")
     if pairs is not None:
         sizes = result["fact_pairs"]["sizes"]
@@ -199,6 +209,9 @@ def markdown(result: Dict[str, Any]) -> str:
                      f"{100 * ref['bcubed']['f1']:.1f} %, {ref['wrong_merges']} wrong merges, {ref['fragmented']} "
                      "fragmented identities" if ref else "")
                   + "; per family in [evaluation.md](evaluation.md)."]
+    if result.get("heldout"):
+        lines += ["", "## Held-out families: each lever against the reference (same run)", "",
+                  heldout_markdown(result["heldout"])]
     lines += ["", "## Targets", ""]
     for name, t in result.get("targets", {}).items():
         mark = "met" if t["met"] else "**not met**"

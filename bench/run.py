@@ -31,7 +31,11 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    run the applied statistics are checked against what was inserted
    (mention_count against the mentions, cooccurrence_count against a recount
    of the pairs in unit_entities);
-5. times one fact of 100, 400 and 1,000 mentions, INSERT and COMMIT, per
+5. replays the held-out families (``bench.heldout``: name pools and seeds the
+   corpora do not use) under the reference profile, each enhanced lever alone
+   and the whole enhanced profile: the wrong merges each adds over the
+   reference (the target: none), and B-cubed F1;
+6. times one fact of 100, 400 and 1,000 mentions, INSERT and COMMIT, per
    pair (``bench.pairs``); imports the committed corpora and a seeded 5,000-fact stream into fresh
    databases at the default batch, fact by fact, and with the 0.1.0 release
    (``bench.imports``): a batch is a speed knob, never a different answer;
@@ -40,9 +44,9 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    statements each fact runs (``bench.per_fact``), in new databases and again
    in databases that already hold the corpora (generic plans, finding 10,
    pay off only once the tables have statistics);
-6. reads the benchmark backend's memory (/proc when the server is local, and
+7. reads the benchmark backend's memory (/proc when the server is local, and
    pg_backend_memory_contexts; ``bench.machine``);
-7. profiles the PL/Python side at one size (``bench.profiling``): time per
+8. profiles the PL/Python side at one size (``bench.profiling``): time per
    SQL statement of the resolver, the rest (Python), and a cProfile ranking,
    through a temporary PL/Python function that calls the installed resolver
    with a timing proxy.
@@ -63,6 +67,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from bench import heldout
 from bench.banks import measure_neighbours, measure_roles
 from bench.imports import measure_imports
 from bench.latency import measure_latency, probe_plan
@@ -119,13 +124,16 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               compare_flush: bool = True, corpora: Optional[Path] = Path("bench/corpora"),
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
               imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
+              heldout_seeds: Sequence[int] = heldout.HELDOUT_SEEDS,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
     ``dsn`` needs a role that may CREATE DATABASE. ``out=None`` writes no file.
     ``neighbours``: how many entities of other banks sit beside a bank of
     1,000 in the side-by-side figure (``bench.banks``; None skips it);
-    ``roles``: time each size's batches as a bank-bound role too.
+    ``roles``: time each size's batches as a bank-bound role too;
+    ``heldout_seeds``: the seeds of the held-out families each lever is
+    replayed on alone against the reference (``bench.heldout``; empty skips it).
     """
     say = progress or (lambda msg: None)
     started = time.monotonic()
@@ -149,6 +157,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                 result["evaluation_reference"] = {k: both["reference"][k] for k in keys}
                 if evaluation_out is not None:
                     evaluate.update_doc(evaluation_out, both)
+            if heldout_seeds:
+                say("held-out families: each lever alone, the reference and the enhanced profile")
+                result["heldout"] = heldout.measure(conn, heldout_seeds, SCHEMA, progress=say)
             say("limits: the cost of a maximum-size call")
             result["limits"] = measure_max_calls(conn)
             say("one fact of 100, 400 and 1,000 mentions: time per pair")

@@ -56,6 +56,8 @@ class CallState:
         # alias memory (memory.py): form -> {entity id: (type, name, key)} it was
         # resolved to with confidence
         self.memory: Dict[str, Dict[str, Tuple[Optional[str], str, str]]] = {}
+        # How many entities the bank held when the call first asked (None: not asked yet).
+        self.bank_entities: Optional[int] = None
 
     # -- entities ----------------------------------------------------------------
 
@@ -68,6 +70,10 @@ class CallState:
         self.meet(ent.id, key)
         self.first_dates[ent.id] = (epoch, date)
         return ent
+
+    def entities_created(self) -> int:
+        """How many entities the call has created so far."""
+        return len(self.by_id)
 
     def created_candidates(self, key: str) -> List[Candidate]:
         """Entities the call created whose similarity to a key reaches the probe threshold."""

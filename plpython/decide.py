@@ -6,7 +6,7 @@ by construction. Standard library only.
 """
 
 from datetime import datetime
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 import names as names_mod
 import scoring
@@ -43,8 +43,14 @@ MIN_CONTEXT = 0.25
 
 def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
            event_date: Optional[datetime], settings: Dict[str, Any],
-           names: Optional[names_mod.NameData] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
-    """The second phase of ``evaluate``: score the screened survivors and choose among them."""
+           names: Optional[names_mod.NameData] = None,
+           bank_entities: Callable[[], int] = lambda: 0) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+    """The second phase of ``evaluate``: score the screened survivors and choose among them.
+
+    ``bank_entities`` says how many entities the bank holds (asked only by
+    the misspellings lever; a bank of unknown size, 0, has no specific
+    partner, so the lever takes nothing).
+    """
     threshold = settings["threshold"]
     context = scoring.distinct_nearby(nearby, mention)
     evaluations: List[Evaluation] = []
@@ -57,7 +63,7 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
         evaluations.append(ev)
         scored.append(ev)
 
-    best, forced = choose(mention, scored, settings, names, context)
+    best, forced = choose(mention, scored, settings, names, context, bank_entities)
     if best is None or (not forced and not passes_threshold(best.score, threshold)):
         # A duplicate is recoverable, a bad merge is not: nothing good enough
         # means a new entity, and every scored candidate says why.
@@ -71,8 +77,8 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
 
 
 def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
-           names: Optional[names_mod.NameData], context: FrozenSet[str] = frozenset()
-           ) -> Tuple[Optional[Evaluation], bool]:
+           names: Optional[names_mod.NameData], context: FrozenSet[str] = frozenset(),
+           bank_entities: Callable[[], int] = lambda: 0) -> Tuple[Optional[Evaluation], bool]:
     """The candidate to choose, and whether a lever chose it (then no threshold applies)."""
     best = best_evaluation(scored)
     if settings.get("profile") != "enhanced" or not scored:
@@ -94,7 +100,7 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     if best is not None and best.candidate.how == "org_suffix":
         best.lever = ORG_SUFFIXES
     if (best is None or not passes_threshold(best.score, settings["threshold"])) and lever(settings, MISSPELLINGS):
-        return _misspelt(scored, best)
+        return _misspelt(scored, best, context, bank_entities)
     return best, False
 
 
@@ -108,12 +114,24 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 # context bar (the co-occurrence signal) is one of three nearby names a
 # partner seen with at most 4 entities, or the only nearby name a partner of
 # at most 44: lower than MIN_CONTEXT because the spelling is evidence too,
-# which a bare name lacks; a hub next to everyone is not enough.
+# which a bare name lacks.
 MISSPELT_NAME = 0.8
 MISSPELT_CONTEXT = 0.15
+# A hub is not evidence of identity (issue 31 item 6): one of the partners
+# must also single the entity out, seen with at most sqrt(N) of the bank's N
+# entities (scoring.specificity at least one half: its inverse document
+# frequency log(N/d) is at least half the most a partner can have, log N).
+# The damped signal alone let "Otis Garver" next to "town hall", which 23 of
+# a bank's 34 entities are seen with (Otis Carver among them), pass as Otis
+# Carver misspelt: 1/sqrt(23) = 0.21 clears MISSPELT_CONTEXT in any bank of
+# a few dozen people, and on held-out streams (bench/heldout.py) such hubs
+# merged two people whose surnames are a letter apart. A suburb seen with 9
+# of 879 entities, the record's own, still vouches (sqrt(879) = 29.6).
+MISSPELT_SPECIFICITY = 0.5
 
 
-def _misspelt(scored: List[Evaluation], best: Optional[Evaluation]) -> Tuple[Optional[Evaluation], bool]:
+def _misspelt(scored: List[Evaluation], best: Optional[Evaluation], context: FrozenSet[str],
+              bank_entities: Callable[[], int]) -> Tuple[Optional[Evaluation], bool]:
     """Under the threshold: the one entity the mention nearly spells and its context vouches for, if any.
 
     Two or more such entities are ambiguous: none is chosen (a new entity).
@@ -123,6 +141,11 @@ def _misspelt(scored: List[Evaluation], best: Optional[Evaluation]) -> Tuple[Opt
     close = [ev for ev in scored
              if ev.candidate.how is None and round(ev.name_similarity, PRECISION) >= MISSPELT_NAME
              and round(ev.cooccurrence, PRECISION) >= MISSPELT_CONTEXT]
+    if close:
+        # Read only now: most mentions never get here.
+        entities = bank_entities()
+        close = [ev for ev in close if round(scoring.specificity(context, ev.candidate.partners, entities),
+                                             PRECISION) >= MISSPELT_SPECIFICITY]
     for ev in close:
         ev.lever = MISSPELLINGS
     if len(close) == 1:
@@ -213,7 +236,8 @@ def _by_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Tuple[Opt
 def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str],
              event_date: Optional[datetime], settings: Dict[str, Any],
              stop_at_identical: bool = False, mention_type: Optional[str] = None,
-             names: Optional[names_mod.NameData] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+             names: Optional[names_mod.NameData] = None,
+             bank_entities: Callable[[], int] = lambda: 0) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """Evaluate candidates in probe order; return all evaluations and the chosen one (or None).
 
     ``candidates`` must be in probe order (trigram similarity descending,
@@ -230,4 +254,4 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
     ``screen`` and ``decide``); explain_mention evaluates every candidate.
     """
     return decide(mention, screen(mention, candidates, settings, stop_at_identical, mention_type, names),
-                  nearby, event_date, settings, names)
+                  nearby, event_date, settings, names, bank_entities)

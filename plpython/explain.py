@@ -101,7 +101,7 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     if regular:
         context.fill_partners(plpy, bank, regular, set(n for n in near if n), CallState(), cfg, data)
     evaluations, _ = decide.evaluate(key, seen, near, datetime_of(epochs[0]), cfg, mention_type=wanted,
-                                     names=data)
+                                     names=data, bank_entities=lambda: probe.bank_entities(plpy, bank_id))
     by_id = {ev.candidate.id: ev for ev in evaluations}
     out = []
     for cand in probed:

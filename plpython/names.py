@@ -46,6 +46,10 @@ class NameData:
         """The words a word may stand for (its nicknames or its given names)."""
         return frozenset(self.variants.get(word, ()))
 
+    def is_given_name(self, word: str) -> bool:
+        """True iff the name data knows the word as a given name or a nickname."""
+        return word in self.variants
+
     def strip_suffixes(self, name_words: Tuple[str, ...]) -> Tuple[str, ...]:
         """The words of a name without the legal forms at its end (they stack); never empty."""
         done = self._stripped.get(name_words)
@@ -90,6 +94,28 @@ def variant_forms(key: str, data: NameData) -> List[str]:
         if len(out) >= MAX_FORMS:
             break
     return out
+
+
+def different_given_names(a: str, b: str, data: NameData) -> bool:
+    """True iff the two names begin with two different given names, however close their spelling.
+
+    "Joan Kerr" / "Jean Kerr", "Mabel" / "Abel Quist": both first words are
+    names the data knows, neither is a nickname of the other, and neither
+    abbreviates the other (a prefix or an initial: "Jen" / "Jennifer" is one
+    name). A near spelling of a different given name is not a typo: within
+    one surname it is another member of the family, and the shared surname
+    is no evidence of identity (issue 31 item 6). A name the data does not
+    know is still read as a possible misspelling.
+    """
+    wa, wb = words.split_words(a), words.split_words(b)
+    if not wa or not wb:
+        return False
+    x, y = wa[0], wb[0]
+    if x == y or x.startswith(y) or y.startswith(x):
+        return False
+    if not (data.is_given_name(x) and data.is_given_name(y)):
+        return False
+    return y not in data.equivalents(x)
 
 
 def organisation_words(a: str, b: str, data: NameData) -> Optional[bool]:

@@ -442,6 +442,20 @@ def pending_dates(plpy, bank_id: str, entity_ids: Iterable[str]) -> Dict[str, Tu
             for r in db.run(plpy, "pending_dates", SQL_PENDING_DATES, ["text", "uuid[]"], [bank_id, ids])}
 
 
+# How many entities a bank holds: the N of a partner's specificity (decide.py,
+# the misspellings lever), read only when that lever is about to decide.
+SQL_BANK_ENTITIES = """
+SELECT count(*) AS n
+  FROM entities AS e
+ WHERE e.bank_id = $1
+"""
+
+
+def bank_entities(plpy, bank_id: str) -> int:
+    """How many entities the bank holds (this transaction's included)."""
+    return int(db.run(plpy, "bank_entities", SQL_BANK_ENTITIES, ["text"], [bank_id])[0]["n"])
+
+
 SQL_TRIGRAMS = """
 SELECT ARRAY(SELECT array_to_string(@trgm@.show_trgm(k), chr(%d))
                FROM unnest($1::text[]) WITH ORDINALITY AS u (k, i) ORDER BY i) AS trigrams

@@ -208,10 +208,18 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     near.update(_others_of_fact(folded, fact_index, live_shared))
     if survivors and near:
         context.fill_partners(call.plpy, call.bank, survivors, near, state, cfg, call.data)
+
+    def bank_entities() -> int:
+        # Read once per call; the entities the call created since count too,
+        # so that a statement of many facts sees what fact by fact would.
+        if state.bank_entities is None:
+            state.bank_entities = probe.bank_entities(call.plpy, call.bank.id)
+        return state.bank_entities + state.entities_created()
+
     decided = {}
     for i, rows in screened.items():
         evaluations, best = decide.decide(folded.keys[i], rows, folded.nearby[i],
-                                          datetime_of(folded.epochs[i]), cfg, call.data)
+                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities)
         scores = [ev.score for ev in evaluations if ev.score is not None]
         decided[i] = (best, max(scores) if scores else None)
     return settled, decided

@@ -107,6 +107,26 @@ def damped_share(names: FrozenSet[str], partners: Dict[str, int]) -> float:
     return total / len(names)
 
 
+def specificity(names: FrozenSet[str], partners: Dict[str, int], entities: int) -> float:
+    """How well the nearby names single the candidate out in a bank of ``entities``: 0 (a hub) to 1.
+
+    The inverse document frequency of its most specific partner among them,
+    log(N/d) / log(N) for a partner seen with d of the bank's N entities: 1
+    for a partner seen with this entity only, 0 for one seen with every
+    entity. A hub is next to a large share of the bank whatever its degree:
+    "town hall" next to 23 of 34 entities (0.11), a state next to 364 of 879
+    (0.13); a suburb next to 9 of 879 entities is specific (0.68). The
+    co-occurrence signal's 1/sqrt(d) cannot tell them apart: it credits the
+    small bank's hub 0.21 and the large bank's suburb 0.33.
+    """
+    if entities < 2:
+        return 0.0
+    degrees = [max(partners[n], 1) for n in names if n in partners]
+    if not degrees:
+        return 0.0
+    return max(0.0, math.log(entities / min(degrees)) / math.log(entities))
+
+
 def _utc_if_naive(value: datetime) -> datetime:
     """Read a naive datetime as UTC (PostgreSQL timestamptz is UTC underneath)."""
     if value.tzinfo is None or value.utcoffset() is None:

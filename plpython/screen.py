@@ -60,13 +60,15 @@ class _Rules(NamedTuple):
     mention_type: Optional[str]                  # compared only under typed_mentions
     orgs: Optional[names_mod.NameData]           # org_suffixes
     equivalents: Optional[Any]                   # name_variants: word -> its nicknames or given names
+    given: Optional[names_mod.NameData]          # name_variants: the given names the data knows
 
 
 def _rules(mention, settings, mention_type, names) -> _Rules:
     typed = mention_type if lever(settings, TYPED_MENTIONS) else None
     orgs = names if names is not None and lever(settings, ORG_SUFFIXES) and mention_type in ORG_TYPES else None
-    eq = names.equivalents if names is not None and lever(settings, NAME_VARIANTS) else None
-    return _Rules(mention, settings["merge_min_similarity"], typed, orgs, eq)
+    given = names if names is not None and lever(settings, NAME_VARIANTS) else None
+    eq = given.equivalents if given is not None else None
+    return _Rules(mention, settings["merge_min_similarity"], typed, orgs, eq, given)
 
 
 def _skip(cand: Candidate, decision: str, tokens=None, detail=None, lever_name=None) -> Screened:
@@ -95,6 +97,9 @@ def _screen_one(cand: Candidate, r: _Rules) -> Screened:
     if org is False:
         # "Acme Bank" is not "Acme Inc"; "Innotech LLC" is not "Initech LLC".
         return _skip(cand, WORD_MISMATCH, False, "words", ORG_SUFFIXES)
+    if r.given is not None and names_mod.different_given_names(r.mention, cand.key, r.given):
+        # "Jean Kerr" is not "Joan Kerr": two given names, one letter apart.
+        return _skip(cand, WORD_MISMATCH, False, "given_names", NAME_VARIANTS)
     why, how = words.tokens_match(r.mention, cand.key, r.equivalents)
     if why is not None:
         return _skip(cand, WORD_MISMATCH, False, why)

@@ -243,12 +243,13 @@ def _fresh_bank(run: str, index: int, bank: str) -> str:
 
 
 def _setup_banks(rp: _Replay, banks: Sequence[str], config: Dict[str, Any], run: str,
-                 profile: Optional[str] = None) -> None:
+                 profile: Optional[str] = None, overrides: Optional[Dict[str, Any]] = None) -> None:
     for i, bank in enumerate(banks):
         fresh = _fresh_bank(run, i, bank)
         rp.banks[bank] = fresh
         entry = config.get(bank, {})
         settings = dict(entry.get("settings") or {})
+        settings.update(overrides or {})
         if profile is not None:
             settings["profile"] = profile
         if settings:
@@ -371,7 +372,8 @@ def _check_installed(conn: psycopg.Connection, schema: str, mode: str) -> None:
 
 def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
                banks_file: Optional[Path], keep: bool, batch: int = 1,
-               profile: Optional[str] = None) -> Tuple[Dict[str, Any], List[Scored]]:
+               profile: Optional[str] = None,
+               settings: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, Any], List[Scored]]:
     """Replay and score one stream; return the result and the scored mentions."""
     started = time.monotonic()
     checked = scan(conn, path, schema=schema)
@@ -387,7 +389,7 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
     try:
         # Normal use: each committed fact applies its statistics at commit.
         conn.execute("SET entity_resolver.flush_at_commit = on")
-        _setup_banks(rp, stream_banks, config, run, profile)
+        _setup_banks(rp, stream_banks, config, run, profile, settings)
         for chunk in batches(iter_facts(path), batch):
             rp.facts += len(chunk)
             rp.mentions += sum(len(rec.mentions) for rec in chunk)
@@ -443,7 +445,8 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
 def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path],
              schema: str = "entity_resolver", *, replay: str = "trigger",
              banks_file: Optional[Union[str, Path]] = None, keep: bool = False,
-             batch: int = 1, profile: Optional[str] = None) -> Dict[str, Any]:
+             batch: int = 1, profile: Optional[str] = None,
+             settings: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Replay a labelled stream (or every *.jsonl of a directory) and score it.
 
     Returns the metrics as a JSON-ready dict (see docs/evaluation.md). For a
@@ -451,7 +454,9 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
     distinct) and ``families`` holds one result per file, by file stem.
     ``keep`` leaves the eval banks in place (their names are in ``eval_banks``)
     so that decisions can be inspected with explain_mention. ``profile``
-    ("reference" or "enhanced") sets every bank's profile, over the banks file.
+    ("reference" or "enhanced") sets every bank's profile, over the banks file;
+    ``settings`` (a configure_bank object, e.g. ``{"bare_names": false}``) is
+    set on every bank too, over the banks file and under ``profile``.
     """
     if replay not in ("trigger", "functions"):
         raise ValueError("replay: must be 'trigger' or 'functions'")
@@ -474,7 +479,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
         if not path.is_dir():
             if not path.exists():
                 raise EvalError(f"{path}: no such file")
-            return _eval_file(conn, path, schema, replay, bank_path, keep, batch, profile)[0]
+            return _eval_file(conn, path, schema, replay, bank_path, keep, batch, profile, settings)[0]
         started = time.monotonic()
         files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
         if not files:
@@ -482,7 +487,7 @@ def run_eval(conn_or_dsn: Union[str, psycopg.Connection], path: Union[str, Path]
         families: Dict[str, Dict[str, Any]] = {}
         everything: List[Scored] = []
         for f in files:
-            res, scored = _eval_file(conn, f, schema, replay, None, keep, batch, profile)
+            res, scored = _eval_file(conn, f, schema, replay, None, keep, batch, profile, settings)
             families[f.stem] = res
             # Two files may use the same bank id: their identities are still distinct.
             everything.extend(Scored(f"{f.stem}/{m.bank}", m.line, m.text, m.gold, m.entity, m.entity_name)

@@ -15,13 +15,14 @@ CLEAN_ENV = {"ENTITY_RESOLVER_DSN": None, "ENTITY_RESOLVER_SCHEMA": None, "COLUM
 
 @pytest.mark.slow
 def test_bench_runs_on_a_tiny_bank(pg_cluster):
-    # The corpora replay is test_accuracy's; the banks side by side at a small scale.
+    # The corpora replay is test_accuracy's, the held-out one test_heldout_levers's; the banks
+    # side by side at a small scale.
     result = CliRunner().invoke(app, ["--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
                                       "--writer-seconds", "0.2", "--no-out", "--no-imports", "--no-accuracy",
-                                      "--neighbours", "2000", "--json"], env=CLEAN_ENV)
+                                      "--no-heldout", "--neighbours", "2000", "--json"], env=CLEAN_ENV)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert "300" in data["sizes"] and "evaluation" not in data
+    assert "300" in data["sizes"] and "evaluation" not in data and "heldout" not in data
     assert data["neighbours"]["others"] == 2000 and data["neighbours"]["ratio_of_medians"] > 0
 
 

@@ -186,7 +186,10 @@ def test_resolve_decides_as_explain_on_a_random_stream(conn, bench_bank, profile
     assert seen["word_mismatch"] > 20
     assert seen["partners"] > 20
     assert seen["identical_then_more"] > 50
-    assert seen["identical_then_scored"] > 10
+    # (10 under the enhanced profile: since issue 31 item 6, name_variants
+    # reads some of the candidates after an identical name as another given
+    # name, a word mismatch, rather than scoring them.)
+    assert seen["identical_then_scored"] >= 10
 
 
 @pytest.mark.parametrize("profile", PROFILES)

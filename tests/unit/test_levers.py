@@ -19,7 +19,8 @@ import memory
 import names
 import words
 from callstate import CallState
-from decide import MIN_CONTEXT, MISSPELT_CONTEXT, MISSPELT_NAME, evaluate
+import scoring
+from decide import MIN_CONTEXT, MISSPELT_CONTEXT, MISSPELT_NAME, MISSPELT_SPECIFICITY, evaluate
 from probe import Hit
 from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
 from screen import screen, settled_by_identical, stops_at_identical
@@ -136,6 +137,33 @@ def test_a_nickname_covers_its_name_only_with_the_name_data():
     assert words.tokens_match("bob smith", "robert smith", DATA.equivalents) == (None, "variant")
 
 
+# -- two given names a letter apart ---------------------------------------------------------
+
+def test_two_known_given_names_a_letter_apart_are_two_names():
+    # Issue 31 item 6: a near spelling of a different given name is not a typo.
+    assert names.different_given_names("jean kerr", "joan kerr", DATA)
+    assert names.different_given_names("mabel quist", "abel quist", DATA)
+    assert names.different_given_names("jean", "joan kerr", DATA)
+    # a nickname, a prefix, an initial or the same name is one name
+    assert not names.different_given_names("bob smith", "robert smith", DATA)
+    assert not names.different_given_names("jen ross", "jennifer ross", DATA)
+    assert not names.different_given_names("j kerr", "joan kerr", DATA)
+    assert not names.different_given_names("joan kerr", "joan kerr", DATA)
+    # a word the data does not know may still be a misspelling
+    assert not names.different_given_names("jaon kerr", "joan kerr", DATA)
+
+
+def test_a_different_given_name_within_one_surname_is_a_word_mismatch_under_name_variants():
+    joan = cand("joan kerr", 0.6, NOW, partners={"mossbank road": 2})
+    evaluations, best = evaluate("jean kerr", [joan], ["mossbank road"], NOW, ENHANCED, names=DATA)
+    assert best is None
+    assert (evaluations[0].decision, evaluations[0].lever) == (WORD_MISMATCH, "name_variants")
+    # the reference (and the lever off) read "jean" as "joan" misspelt: the word check passes
+    for settings in (REFERENCE, dict(ENHANCED, name_variants=False)):
+        evaluations, best = evaluate("jean kerr", [joan], ["mossbank road"], NOW, settings, names=DATA)
+        assert evaluations[0].tokens_compatible and best is not None
+
+
 # -- screen ---------------------------------------------------------------------------
 
 def test_a_typed_mention_never_takes_an_entity_of_another_type():
@@ -234,10 +262,15 @@ def beattie(partners):
     return cand("chloe beattie", 0.8, LONG_AGO, partners=partners)
 
 
+def a_bank_of(n):
+    """The misspellings lever asks how many entities the bank holds (a partner's specificity)."""
+    return lambda: n
+
+
 def test_a_misspelt_name_with_context_resolves_to_the_entity_it_nearly_spells():
     near = ["leichhardt", "burkitt street", "nsw"]
     evaluations, best = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW,
-                                 ENHANCED, names=DATA)
+                                 ENHANCED, names=DATA, bank_entities=a_bank_of(1000))
     assert best is not None and best.candidate.id == "chloe beattie"
     assert (best.decision, best.lever) == (CHOSEN, "misspellings")
     # The score misses the threshold: the reference makes a new entity.
@@ -245,30 +278,53 @@ def test_a_misspelt_name_with_context_resolves_to_the_entity_it_nearly_spells():
     _, ref = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW, REFERENCE)
     assert ref is None
     _, off = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW,
-                      dict(ENHANCED, misspellings=False), names=DATA)
+                      dict(ENHANCED, misspellings=False), names=DATA, bank_entities=a_bank_of(1000))
     assert off is None
 
 
 def test_a_misspelt_name_without_context_or_next_to_a_hub_is_a_new_entity():
-    _, best = evaluate("chloe beatie", [beattie({"burkitt street": 1})], ["glebe"], NOW, ENHANCED, names=DATA)
+    _, best = evaluate("chloe beatie", [beattie({"burkitt street": 1})], ["glebe"], NOW, ENHANCED, names=DATA,
+                       bank_entities=a_bank_of(1000))
     assert best is None
     hub = beattie({"nsw": 300})
-    evaluations, best = evaluate("chloe beatie", [hub], ["nsw"], NOW, ENHANCED, names=DATA)
+    evaluations, best = evaluate("chloe beatie", [hub], ["nsw"], NOW, ENHANCED, names=DATA,
+                                 bank_entities=a_bank_of(1000))
     assert evaluations[0].cooccurrence < MISSPELT_CONTEXT and best is None
+
+
+def test_a_near_spelled_name_next_to_a_hub_of_a_small_bank_is_a_new_entity():
+    # Issue 31 item 6: "town hall" is seen with 23 of the bank's 34 entities;
+    # its damped share (0.21) clears MISSPELT_CONTEXT, but it singles nobody
+    # out: Otis Garver next to it is as likely a stranger as Otis Carver misspelt.
+    carver = cand("otis carver", 0.5, LONG_AGO, partners={"town hall": 23})
+    evaluations, best = evaluate("otis garver", [carver], ["town hall"], NOW, ENHANCED, names=DATA,
+                                 bank_entities=a_bank_of(34))
+    assert evaluations[0].cooccurrence >= MISSPELT_CONTEXT and evaluations[0].name_similarity >= MISSPELT_NAME
+    assert best is None
+    assert scoring.specificity(frozenset(["town hall"]), {"town hall": 23}, 34) < MISSPELT_SPECIFICITY
+    # The same partner in a bank of 10,000 entities is specific (23 <= sqrt(10000)).
+    _, best = evaluate("otis garver", [carver], ["town hall"], NOW, ENHANCED, names=DATA,
+                       bank_entities=a_bank_of(10000))
+    assert best is not None and best.lever == "misspellings"
+    # A bank of unknown size has no specific partner: the lever takes nothing.
+    _, best = evaluate("otis garver", [carver], ["town hall"], NOW, ENHANCED, names=DATA)
+    assert best is None
 
 
 def test_two_entities_a_misspelling_nearly_spells_with_context_are_ambiguous():
     reuter = cand("kyle reuter", 0.6, LONG_AGO, partners={"padbury street": 2})
     reuther = cand("kyle reuther", 0.6, LONG_AGO, partners={"padbury street": 2})
     near = ["padbury street", "ballarat", "vic"]
-    evaluations, best = evaluate("kyle reutr", [reuter, reuther], near, NOW, ENHANCED, names=DATA)
+    evaluations, best = evaluate("kyle reutr", [reuter, reuther], near, NOW, ENHANCED, names=DATA,
+                                 bank_entities=a_bank_of(1000))
     assert best is None
     assert {(ev.decision, ev.lever) for ev in evaluations} == {(AMBIGUOUS, "misspellings")}
 
 
 def test_a_name_spelt_further_off_is_not_a_misspelling():
     far = cand("caresse nguyen", 0.4, LONG_AGO, partners={"colac": 1})
-    evaluations, best = evaluate("carl nguyen", [far], ["colac"], NOW, ENHANCED, names=DATA)
+    evaluations, best = evaluate("carl nguyen", [far], ["colac"], NOW, ENHANCED, names=DATA,
+                                 bank_entities=a_bank_of(1000))
     assert best is None and evaluations[0].lever is None
 
 
