@@ -34,80 +34,17 @@ def clean(report):
     return (report["differences"], report["orphans"]) == (0, [])
 
 
-@pytest.mark.slow
-def test_merges_and_undos_next_to_four_writers_raise_nothing_and_leave_exact_numbers(conn, connect):
-    bank = "busy"
-    conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) SELECT %s, to_jsonb(ARRAY[n]) FROM unnest(%s::text[]) n",
-                 (bank, NAMES))
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    written = [0] * WRITERS
-    operations = {"merge": 0, "undo": 0}
-
-    def writer(n: int) -> None:
-        rnd = random.Random(n)
-        c = connect()
-        try:
-            while not stop.is_set():
-                c.execute(f"INSERT INTO {ER}.facts (bank_id, content, mentions) VALUES (%s, 'w', %s)",
-                          (bank, json.dumps(rnd.sample(NAMES, 3))))
-                written[n] += 1
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            stop.set()
-
-    def operator() -> None:
-        rnd = random.Random(99)
-        c = connect()
-        try:
-            while not stop.is_set():
-                ids = [r[0] for r in c.execute(f"SELECT id FROM {ER}.entities WHERE bank_id = %s ORDER BY id",
-                                               (bank,))]
-                if len(ids) < 4:
-                    # Merges kept so far leave few entities: undo the latest.
-                    latest = c.execute(f"SELECT max(id) FROM {ER}.operations WHERE bank_id = %s"
-                                       " AND undone_at IS NULL", (bank,)).fetchone()[0]
-                    call(c, "undo_operation", bank, latest)
-                    operations["undo"] += 1
-                    continue
-                source, target = rnd.sample(ids, 2)
-                op = call(c, "merge_entities", bank, [source], target)["operation_id"]
-                operations["merge"] += 1
-                if rnd.random() < 0.7:
-                    call(c, "undo_operation", bank, op)
-                    operations["undo"] += 1
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            stop.set()
-
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-    threads.append(threading.Thread(target=operator))
-    for t in threads:
-        t.start()
-    stop.wait(8)
-    stop.set()
-    for t in threads:
-        t.join(60)
-    assert errors == []
-    assert min(written) > 0 and operations["merge"] > 2 and operations["undo"] > 0, (written, operations)
-    assert clean(differences(conn, bank))
-    # Every stored mention counts once, wherever corrections moved it.
-    total = conn.execute(f"SELECT sum(mention_count) FROM {ER}.entities WHERE bank_id = %s", (bank,)).fetchone()[0]
-    facts = conn.execute(f"SELECT sum(jsonb_array_length(mentions)) FROM {ER}.facts WHERE bank_id = %s",
-                         (bank,)).fetchone()[0]
-    assert total == facts
-
-
-@pytest.mark.slow
-def test_reresolve_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(conn, connect):
-    bank = "busy-reresolve"
-    pool = NAMES[:6] + ["Alex"]
+def beside_writers(conn, connect, bank, pool, step, seconds) -> list[int]:
+    """Run ``step(session)`` over and over in an operator's session while
+    WRITERS sessions insert facts of three names from ``pool``, for about
+    ``seconds``; nobody may get an error, and afterwards every number equals
+    the record and every stored mention counts once, wherever it was moved.
+    Returns the facts each writer wrote."""
     conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) SELECT %s, to_jsonb(ARRAY[n]) FROM unnest(%s::text[]) n",
                  (bank, pool))
     stop = threading.Event()
     errors: list[BaseException] = []
     written = [0] * WRITERS
-    done = {"dry_run": 0, "applied": 0, "undo": 0}
 
     def writer(n: int) -> None:
         rnd = random.Random(n)
@@ -125,15 +62,7 @@ def test_reresolve_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(
         c = connect()
         try:
             while not stop.is_set():
-                # The facts of the last second: the bank grows, the step stays short.
-                since = c.execute("SELECT now() - interval '1 second'").fetchone()[0]
-                call(c, "reresolve", bank, None, since)
-                done["dry_run"] += 1
-                op = call(c, "reresolve", bank, None, since, dry_run=False)["operation_id"]
-                done["applied"] += 1
-                if op is not None:
-                    call(c, "undo_operation", bank, op)
-                    done["undo"] += 1
+                step(c)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
             stop.set()
@@ -142,17 +71,64 @@ def test_reresolve_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(
     threads.append(threading.Thread(target=operator))
     for t in threads:
         t.start()
-    stop.wait(6)
+    stop.wait(seconds)
     stop.set()
     for t in threads:
         t.join(60)
     assert errors == []
-    assert min(written) > 0 and done["applied"] > 2, (written, done)
+    assert min(written) > 0, written
     assert clean(differences(conn, bank))
     total = conn.execute(f"SELECT sum(mention_count) FROM {ER}.entities WHERE bank_id = %s", (bank,)).fetchone()[0]
     facts = conn.execute(f"SELECT sum(jsonb_array_length(mentions)) FROM {ER}.facts WHERE bank_id = %s",
                          (bank,)).fetchone()[0]
     assert total == facts
+    return written
+
+
+@pytest.mark.slow
+def test_merges_and_undos_next_to_four_writers_raise_nothing_and_leave_exact_numbers(conn, connect):
+    bank = "busy"
+    operations = {"merge": 0, "undo": 0}
+    rnd = random.Random(99)
+
+    def merge_or_undo(c) -> None:
+        ids = [r[0] for r in c.execute(f"SELECT id FROM {ER}.entities WHERE bank_id = %s ORDER BY id", (bank,))]
+        if len(ids) < 4:
+            # Merges kept so far leave few entities: undo the latest.
+            latest = c.execute(f"SELECT max(id) FROM {ER}.operations WHERE bank_id = %s"
+                               " AND undone_at IS NULL", (bank,)).fetchone()[0]
+            call(c, "undo_operation", bank, latest)
+            operations["undo"] += 1
+            return
+        source, target = rnd.sample(ids, 2)
+        op = call(c, "merge_entities", bank, [source], target)["operation_id"]
+        operations["merge"] += 1
+        if rnd.random() < 0.7:
+            call(c, "undo_operation", bank, op)
+            operations["undo"] += 1
+
+    beside_writers(conn, connect, bank, NAMES, merge_or_undo, 8)
+    assert operations["merge"] > 2 and operations["undo"] > 0, operations
+
+
+@pytest.mark.slow
+def test_reresolve_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(conn, connect):
+    bank = "busy-reresolve"
+    done = {"dry_run": 0, "applied": 0, "undo": 0}
+
+    def reresolve_and_undo(c) -> None:
+        # The facts of the last second: the bank grows, the step stays short.
+        since = c.execute("SELECT now() - interval '1 second'").fetchone()[0]
+        call(c, "reresolve", bank, None, since)
+        done["dry_run"] += 1
+        op = call(c, "reresolve", bank, None, since, dry_run=False)["operation_id"]
+        done["applied"] += 1
+        if op is not None:
+            call(c, "undo_operation", bank, op)
+            done["undo"] += 1
+
+    beside_writers(conn, connect, bank, NAMES[:6] + ["Alex"], reresolve_and_undo, 6)
+    assert done["applied"] > 2, done
 
 
 # -- any mix of writes and corrections -------------------------------------------------
