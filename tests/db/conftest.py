@@ -9,6 +9,7 @@ test modules use the fixtures by name and never import them).
   and a fresh bank per test inside it (bank_builders.py builds the rows).
 - ``extension_files``: this checkout's extension, built and copied into the
   server's share directory; only the tests of CREATE EXTENSION use it.
+- ``two_alexes``: bank "team" with the two Alexes' story, through the client.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from psycopg import sql
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from entity_resolver import build
+from entity_resolver.client import Client
 
 from bank_builders import Bank
 from shared import dsn_of
@@ -130,3 +132,19 @@ def extension_files(pg_cluster) -> Path:
         os.chmod(tmp, 0o644)
         os.replace(tmp, directory / name)
     return directory
+
+
+# -- stories -------------------------------------------------------------------------------
+
+@pytest.fixture
+def two_alexes(conn):
+    """Bank "team" with the two Alexes of docs/accuracy.md and their neighbourhoods:
+    Alex Kim with React and Sprint 14 (f1), Alex Morgan with Acme and the renewal (f2, f3)."""
+    er = Client(conn)
+    for n, (when, mentions) in enumerate([
+        ("2026-03-02T09:00:00Z", ["Alex Kim", "React", "Sprint 14"]),
+        ("2026-03-02T11:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
+        ("2026-03-03T10:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
+    ]):
+        er.retain("team", mentions, event_date=when, fact_id=f"f{n + 1}", content=" ".join(mentions))
+    return er

@@ -18,7 +18,6 @@ from psycopg import sql
 from typer.testing import CliRunner
 
 from entity_resolver.cli import app
-from entity_resolver.client import Client
 from entity_resolver.importer import fact_uuid
 from shared import dsn_of
 
@@ -40,16 +39,9 @@ def cli(conn):
 
 
 @pytest.fixture
-def story(conn):
-    """A bank with the two Alexes and their neighbourhoods."""
-    er = Client(conn)
-    for n, (when, mentions) in enumerate([
-        ("2026-03-02T09:00:00Z", ["Alex Kim", "React", "Sprint 14"]),
-        ("2026-03-02T11:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
-        ("2026-03-03T10:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
-    ]):
-        er.retain("team", mentions, event_date=when, fact_id=f"f{n + 1}", content=" ".join(mentions))
-    return er
+def story(two_alexes):
+    """A bank with the two Alexes and their neighbourhoods (tests/db/conftest.py)."""
+    return two_alexes
 
 
 def one_error_line(result) -> str:

@@ -135,16 +135,9 @@ def test_the_progress_interval_must_be_a_positive_number(conn, tmp_path):
 # -- explain at 80 columns and less ------------------------------------------------------
 
 @pytest.fixture
-def alexes(conn):
-    """The two Alexes of docs/accuracy.md."""
-    er = Client(conn)
-    for n, (when, mentions) in enumerate([
-        ("2026-03-02T09:00:00Z", ["Alex Kim", "React", "Sprint 14"]),
-        ("2026-03-02T11:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
-        ("2026-03-03T10:00:00Z", ["Alex Morgan", "Acme", "renewal"]),
-    ]):
-        er.retain("team", mentions, event_date=when, fact_id=f"f{n + 1}", content=" ".join(mentions))
-    return er
+def alexes(two_alexes):
+    """The two Alexes of docs/accuracy.md (tests/db/conftest.py)."""
+    return two_alexes
 
 
 @pytest.mark.parametrize("columns", [80, 40])
