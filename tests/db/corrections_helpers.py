@@ -1,6 +1,6 @@
 """Arrangements for the correction tests: a bank of facts, a snapshot of everything
 identity is made of, and the numbers rebuild_stats would change. Helpers arrange
-and read; the tests assert."""
+and read; the tests assert (one shared assertion: a refused correction changes nothing)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
 from shared import SCHEMA as ER
 
@@ -92,3 +93,17 @@ def call(conn: psycopg.Connection, function: str, *args: Any, **kwargs: Any) -> 
 
 def operations_count(conn: psycopg.Connection, bank: str) -> int:
     return conn.execute(f"SELECT count(*) FROM {ER}.operations WHERE bank_id = %s", (bank,)).fetchone()[0]
+
+
+def assert_refused_changing_nothing(conn: psycopg.Connection, function: str, args: Any, kwargs: dict[str, Any],
+                                    sqlstate: str, argument: str, banks: tuple[str, ...] = ("team", "other")) -> None:
+    """Call a correction that must be refused: with ``sqlstate``, a message
+    naming ``argument`` first, and no row of ``banks`` or their ledgers changed."""
+    before = {b: snapshot(conn, b) for b in banks}
+    ledger = [operations_count(conn, b) for b in banks]
+    with pytest.raises(psycopg.Error) as refused:
+        call(conn, function, *args, **kwargs)
+    message = refused.value.diag.message_primary
+    assert (refused.value.sqlstate, message.split(": ")[0]) == (sqlstate, argument), message
+    assert {b: snapshot(conn, b) for b in banks} == before
+    assert [operations_count(conn, b) for b in banks] == ledger

@@ -13,8 +13,8 @@ import uuid
 import psycopg
 import pytest
 
-from corrections_helpers import (ER, call, differences, entity_id, insert_fact, operations_count, snapshot,
-                                 team)
+from corrections_helpers import (ER, assert_refused_changing_nothing, call, differences, entity_id, insert_fact,
+                                 operations_count, snapshot, team)
 
 
 @pytest.fixture
@@ -457,14 +457,7 @@ def crowded(conn, bank):
 @pytest.mark.parametrize("build, sqlstate, argument", BAD)
 def test_bad_input_is_refused_naming_the_argument_and_nothing_is_written(conn, crowded, build, sqlstate, argument):
     function, args, kwargs = build(crowded)
-    before = {b: snapshot(conn, b) for b in ("team", "other")}
-    ledger = operations_count(conn, "team"), operations_count(conn, "other")
-    with pytest.raises(psycopg.Error) as refused:
-        call(conn, function, *args, **kwargs)
-    message = refused.value.diag.message_primary
-    assert (refused.value.sqlstate, message.split(": ")[0]) == (sqlstate, argument), message
-    assert {b: snapshot(conn, b) for b in ("team", "other")} == before
-    assert (operations_count(conn, "team"), operations_count(conn, "other")) == ledger
+    assert_refused_changing_nothing(conn, function, args, kwargs, sqlstate, argument)
 
 
 def test_corrections_refuse_a_transaction_whose_snapshot_predates_the_lock(conn, bank):

@@ -14,7 +14,8 @@ import uuid
 import psycopg
 import pytest
 
-from corrections_helpers import ER, call, differences, entity_id, insert_fact, operations_count, snapshot, team
+from corrections_helpers import (ER, assert_refused_changing_nothing, call, differences, entity_id, insert_fact,
+                                 operations_count, snapshot, team)
 from test_curation import grant
 
 
@@ -267,14 +268,7 @@ def judged_bank(conn, bank):
 def test_bad_input_is_refused_naming_the_argument_and_nothing_is_written(conn, judged_bank, function, args, kwargs,
                                                                          sqlstate, argument):
     args = [a if i == 0 else judged_bank.get(a, a) for i, a in enumerate(args)]
-    before = {b: snapshot(conn, b) for b in ("team", "other")}
-    ledger = operations_count(conn, "team"), operations_count(conn, "other")
-    with pytest.raises(psycopg.Error) as refused:
-        call(conn, function, *args, **kwargs)
-    message = refused.value.diag.message_primary
-    assert (refused.value.sqlstate, message.split(": ")[0]) == (sqlstate, argument), message
-    assert {b: snapshot(conn, b) for b in ("team", "other")} == before
-    assert (operations_count(conn, "team"), operations_count(conn, "other")) == ledger
+    assert_refused_changing_nothing(conn, function, args, kwargs, sqlstate, argument)
 
 
 # -- who may judge -----------------------------------------------------------------------
