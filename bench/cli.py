@@ -54,6 +54,12 @@ def bench(
                                           "merges each lever adds over the reference (about 5 minutes).")] = True,
     neighbours: Annotated[int, typer.Option("--neighbours", min=0, help="Entities of 100 other banks beside a bank "
                                             "of 1,000 in the banks-side-by-side figure (0: skip it).")] = 1_000_000,
+    reresolve_facts: Annotated[int, typer.Option("--reresolve-facts", min=0, help="Facts of the 10,000-entity bank "
+                                                 "whose reresolve dry run is timed (0: skip it; 10,000 takes about "
+                                                 "4 minutes).")] = 10_000,
+    order: Annotated[bool, typer.Option("--order/--no-order", help="Also replay the corpora in order and in three "
+                                        "shuffles, each followed by reresolve (bench/order.py; about 5 "
+                                        "minutes).")] = True,
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
                                         "workers on this machine (per-call delegation cost, facts/s); figures into "
                                         "docs/scaling.md. Needs Citus installed (make citus).")] = False,
@@ -93,6 +99,7 @@ def bench(
         extra["heldout_seeds"] = ()
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
                        writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
+                       reresolve_facts=reresolve_facts or None, order=order,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
     if as_json:
         _print_json(result)

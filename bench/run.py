@@ -46,6 +46,11 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    pay off only once the tables have statistics);
 7. reads the benchmark backend's memory (/proc when the server is local, and
    pg_backend_memory_contexts; ``bench.machine``);
+7. also times ``reresolve`` (a dry run) on a bank of 10,000 entities and 10,000
+   facts inserted through the trigger, in a scratch database
+   (``bench.reresolve_speed``: facts/s and where the time goes per fact), and
+   replays the corpora in order and in three shuffles, each followed by
+   ``reresolve`` (``bench.order``: accuracy and agreement before and after);
 8. profiles the PL/Python side at one size (``bench.profiling``): time per
    SQL statement of the resolver, the rest (Python), and a cProfile ranking,
    through a temporary PL/Python function that calls the installed resolver
@@ -75,8 +80,10 @@ from bench.limits import measure_max_calls
 from bench.machine import backend_memory, machine
 from bench.pairs import measure_fact_pairs
 from bench.per_fact import measure_per_fact
+from bench.order import measure_order
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
+from bench.reresolve_speed import measure_reresolve
 from bench.workloads import BATCH_MENTIONS, SCHEMA, SEED, build_bank, make_retain
 from bench.writers import FLUSH_EVERY, measure_writers_exact
 from entity_resolver import evaluate
@@ -125,6 +132,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
               imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
               heldout_seeds: Sequence[int] = heldout.HELDOUT_SEEDS,
+              reresolve_facts: Optional[int] = 10_000, order: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
@@ -133,7 +141,10 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
     1,000 in the side-by-side figure (``bench.banks``; None skips it);
     ``roles``: time each size's batches as a bank-bound role too;
     ``heldout_seeds``: the seeds of the held-out families each lever is
-    replayed on alone against the reference (``bench.heldout``; empty skips it).
+    replayed on alone against the reference (``bench.heldout``; empty skips it);
+    ``reresolve_facts``: facts of the 10,000-entity bank whose ``reresolve``
+    dry run is timed (None skips it); ``order``: the corpora in order and
+    shuffled, before and after ``reresolve`` (needs ``corpora``).
     """
     say = progress or (lambda msg: None)
     started = time.monotonic()
@@ -160,6 +171,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
             if heldout_seeds:
                 say("held-out families: each lever alone, the reference and the enhanced profile")
                 result["heldout"] = heldout.measure(conn, heldout_seeds, SCHEMA, progress=say)
+            if order and corpora is not None and Path(corpora).is_dir():
+                say("order: the corpora in order and in 3 shuffles, before and after reresolve")
+                result["order"] = measure_order(conn, corpora, progress=say)
             say("limits: the cost of a maximum-size call")
             result["limits"] = measure_max_calls(conn)
             say("one fact of 100, 400 and 1,000 mentions: time per pair")
@@ -210,6 +224,8 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                             bdsn, conn, bank, w, writer_seconds, seed + 200 + w, flush_at_commit=False)
                 entry["probe_plan_after_writes"] = probe_plan(bdsn, bank, retains[0])
                 result["sizes"][str(size)] = entry
+        if reresolve_facts:
+            result["reresolve"] = measure_reresolve(dsn, 10_000, reresolve_facts, seed=seed, progress=say)
         if neighbours:
             result["neighbours"] = measure_neighbours(dsn, others=neighbours, batches=min(batches, 20), seed=seed,
                                                       progress=say)

@@ -297,7 +297,10 @@ COMMENT ON FUNCTION {{ internal }}._flush_dates(text, uuid[], boolean[], uuid[],
 -- and undo): an entity nothing refers to any more (no mention, no link) that
 -- no operator created or named. A set of ids in, a set out: Citus refuses a
 -- STABLE function called with column references in an UPDATE or DELETE, and
--- one call for the set is one plan, not one per row.
+-- one call for the set is one plan, not one per row. The ids are required
+-- (no "NULL: all"): an `ids IS NULL OR id = ANY(ids)` filter keeps the
+-- function's plan from the primary key, and every call would read the
+-- bank's whole table (reresolve calls it once per fact).
 CREATE OR REPLACE FUNCTION {{ internal }}._orphan_ids(bank_id text, entity_ids uuid[])
 RETURNS uuid[]
 LANGUAGE sql
@@ -305,12 +308,10 @@ STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
-    -- entity_ids NULL: every entity of the bank.
     SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}')
     FROM entities AS e
     WHERE
-        e.bank_id = _orphan_ids.bank_id
-        AND (_orphan_ids.entity_ids IS NULL OR e.id = ANY(_orphan_ids.entity_ids))
+        e.bank_id = _orphan_ids.bank_id AND e.id = ANY(_orphan_ids.entity_ids)
         AND NOT e.curated
         AND NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = _orphan_ids.bank_id AND m.entity_id = e.id)
         AND NOT EXISTS (
@@ -319,8 +320,7 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._orphan_ids(text, uuid[]) IS
-'Internal: which of these entities (NULL: all of the bank) are orphans: not curated, no mention or link '
-'refers to them; sorted.';
+'Internal: which of these entities are orphans: not curated, no mention or link refers to them; sorted.';
 
 -- 6. Remove stale entities.
 CREATE OR REPLACE FUNCTION {{ internal }}._flush_stale(b text, e_ids uuid[], e_recompute boolean[])

@@ -53,7 +53,11 @@ AS $$
         WHERE x.bank_id = _entity_stats.bank_id AND x.entity_id_2 IS NULL
         GROUP BY x.entity_id
     ) AS q ON e.id = q.entity_id
-    CROSS JOIN (SELECT _orphan_ids(_entity_stats.bank_id, NULL) AS ids) AS o
+    CROSS JOIN (
+        SELECT _orphan_ids(
+            _entity_stats.bank_id, ARRAY(SELECT x.id FROM entities AS x WHERE x.bank_id = _entity_stats.bank_id)
+        ) AS ids
+    ) AS o
     WHERE e.bank_id = _entity_stats.bank_id
 $$;
 
@@ -131,6 +135,7 @@ DECLARE
     orphans jsonb;
     n_entities bigint;
     n_pairs bigint;
+    everyone uuid[];
 BEGIN
     PERFORM _check_not_null(rebuild_stats.dry_run, 'dry_run');
     IF NOT rebuild_stats.dry_run THEN
@@ -173,7 +178,8 @@ BEGIN
         -- The recount the corrections use, on every entity of the bank (and
         -- so every pair): one definition of the derived numbers.
         PERFORM _recount(b, ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b), TRUE);
-        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(_orphan_ids(b, NULL));
+        everyone := ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b);
+        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(_orphan_ids(b, everyone));
     END IF;
 
     RETURN jsonb_build_object(

@@ -19,11 +19,13 @@ def test_bench_runs_on_a_tiny_bank(pg_cluster):
     # side by side at a small scale.
     result = CliRunner().invoke(app, ["--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
                                       "--writer-seconds", "0.2", "--no-out", "--no-imports", "--no-accuracy",
-                                      "--no-heldout", "--neighbours", "2000", "--json"], env=CLEAN_ENV)
+                                      "--no-heldout", "--neighbours", "2000", "--reresolve-facts", "100",
+                                      "--json"], env=CLEAN_ENV)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert "300" in data["sizes"] and "evaluation" not in data and "heldout" not in data
     assert data["neighbours"]["others"] == 2000 and data["neighbours"]["ratio_of_medians"] > 0
+    assert data["reresolve"]["plan_facts"] == 100 and data["reresolve"]["seconds"] > 0
 
 
 def test_a_bad_size_is_one_error_line_and_exit_status_1(pg_cluster):
