@@ -14,6 +14,7 @@ from typing import List, Sequence, Tuple
 from entity_resolver.build.errors import BuildError
 from entity_resolver.build.headers import Arg, FunctionHeader, function_headers, table_columns
 from entity_resolver.build.lexer import split_statements
+from entity_resolver.build.rendering import build_sql, fill
 
 # Public functions of a bank that stay on the coordinator: they change roles,
 # which only the coordinator propagates to the workers (a GRANT of a role run
@@ -82,15 +83,8 @@ def _delegated_function_sql(h: FunctionHeader) -> str:
     flush = ("\n    -- Statistics are exact when the call returns: its own rows are applied on\n"
              "    -- the bank's node (a deferred trigger cannot flush them at commit there).\n"
              "    PERFORM _flush_bank(bank_id, TRUE);") if volatility == "VOLATILE" else ""
-    return (
-        f"CREATE OR REPLACE FUNCTION {INTERNAL}.{name}_delegated(bank_id text, args jsonb)\n"
-        f"RETURNS jsonb\nLANGUAGE plpgsql\n{volatility}\nSTRICT\nSECURITY INVOKER\n"
-        f"SET search_path = {{{{ search_path }}}}\n"
-        f"AS $$\nDECLARE\n    result jsonb;\nBEGIN\n    {result}{flush}\n    RETURN result;\nEND;\n$$;\n\n"
-        f"COMMENT ON FUNCTION {INTERNAL}.{name}_delegated(text, jsonb) IS\n"
-        f"'Internal (generated, distributed): runs {name} on the node holding the bank; called by "
-        f"{name} on the coordinator. STRICT: a NULL bank never reaches the Citus planner.';\n"
-    )
+    return fill(build_sql("delegated.sql"), {"name": name, "volatility": volatility, "result": result,
+                                             "flush": flush})
 
 
 def _coordinator_return(returns: str) -> str:
@@ -111,19 +105,11 @@ def _coordinator_wrapper_sql(h: FunctionHeader) -> str:
     name, args = h.name, h.args
     signature = ", ".join(a.type for a in args)
     header = ",\n    ".join(f"{a.name} {a.type}" + (f" DEFAULT {a.default}" if a.default else "") for a in args)
-    return (
-        f"\nCREATE OR REPLACE FUNCTION {PUBLIC}.{name}(\n    {header}\n)\n"
-        f"RETURNS {h.returns}\nLANGUAGE plpgsql\n{h.volatility()}\nSECURITY INVOKER\n"
-        f"SET search_path = {{{{ search_path }}}}\n"
-        f"AS $$\nDECLARE\n    result jsonb;\nBEGIN\n"
-        f"    -- Checked here, on the coordinator: Citus 13.2 crashes the server planning\n"
-        f"    -- a delegated call whose bank is NULL (citusdata/citus#7242).\n"
-        f"    PERFORM check_bank_id({name}.bank_id);\n"
-        f"    SELECT r INTO result FROM {INTERNAL}.{name}_delegated({name}.bank_id, {_pack(name, args[1:])}) AS r;\n"
-        f"    {_coordinator_return(h.returns)}\nEND;\n$$;\n\n"
-        f"COMMENT ON FUNCTION {PUBLIC}.{name}({signature}) IS\n"
-        f"'See {INTERNAL}.{name}_impl (distributed: the call runs on the node holding the bank).';\n"
-    )
+    return "\n" + fill(build_sql("coordinator_wrapper.sql"), {
+        "name": name, "header": header, "signature": signature, "returns": h.returns,
+        "volatility": h.volatility(), "packed": _pack(name, args[1:]),
+        "return_result": _coordinator_return(h.returns),
+    })
 
 
 def _delegated_sql(h: FunctionHeader) -> str:
