@@ -63,6 +63,24 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._check_curator(text) IS
 'Internal: refuse (42501) a caller who may not correct the bank: not a superuser, not the owner, no grant_curation.';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._correction_lock(bank_id text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- A correction's hold on the bank: exclusive, so no writer is in flight,
+    -- and its queued statistics applied, so the numbers it reads are whole.
+    PERFORM _lock_bank(_correction_lock.bank_id, TRUE);
+    PERFORM _flush_queue(_correction_lock.bank_id, FALSE);
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._correction_lock(text) IS
+'Internal: lock the bank exclusive and apply its queued statistics (an applied correction; reresolve''s plan).';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._correction_begin(bank_id text, dry_run boolean)
 RETURNS text
 LANGUAGE plpgsql
@@ -87,8 +105,7 @@ BEGIN
             upper(current_setting('transaction_isolation'))
             USING ERRCODE = 'invalid_transaction_state';
     END IF;
-    PERFORM _lock_bank(b, TRUE);
-    PERFORM _flush_queue(b, FALSE);
+    PERFORM _correction_lock(b);
     RETURN b;
 END;
 $$;

@@ -265,6 +265,27 @@ COMMENT ON FUNCTION {{ schema }}.list_judgements(text, uuid) IS
 -- What the other corrections do with judgements (sql/051_merge_split_rename.sql to sql/054_undo.sql)
 -- ---------------------------------------------------------------------------
 
+-- Whether two entities are judged distinct, whichever is named first (a
+-- judgement is stored once, in id order: entity_judgements_order).
+CREATE OR REPLACE FUNCTION {{ internal }}._judged_distinct(bank_id text, one uuid, other uuid)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM entity_judgements AS j
+        WHERE
+            j.bank_id = _judged_distinct.bank_id
+            AND j.entity_a = least(_judged_distinct.one, _judged_distinct.other)
+            AND j.entity_b = greatest(_judged_distinct.one, _judged_distinct.other)
+    )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._judged_distinct(text, uuid, uuid) IS
+'Internal: whether the two entities are judged distinct (in either order).';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._check_not_judged(bank_id text, entity_ids uuid[])
 RETURNS void
 LANGUAGE plpgsql

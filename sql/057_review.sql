@@ -119,10 +119,7 @@ BEGIN
             AND a.entity_kind = 'regular' AND b.entity_kind = 'regular'
             AND coalesce(a.entity_type, '') = coalesce(b.entity_type, '')
             AND {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) >= 0.3
-            AND NOT EXISTS (
-                SELECT 1 FROM entity_judgements AS j
-                WHERE j.bank_id = _review_items.bank_id AND j.entity_a = a.id AND j.entity_b = b.id
-            )
+            AND NOT _judged_distinct(_review_items.bank_id, a.id, b.id)
     ),
     supported AS (
         SELECT c.*, (
@@ -254,12 +251,7 @@ BEGIN
                 r.decision = 'created' AND x.bank_id = _review_items.bank_id AND x.id <> r.entity
                 AND x.entity_kind = 'regular'
                 AND (x.entity_type IS NULL OR r.entity_type IS NULL OR x.entity_type = r.entity_type)
-                AND NOT EXISTS (
-                    SELECT 1 FROM entity_judgements AS j
-                    WHERE
-                        j.bank_id = _review_items.bank_id
-                        AND j.entity_a = least(x.id, r.entity) AND j.entity_b = greatest(x.id, r.entity)
-                )
+                AND NOT _judged_distinct(_review_items.bank_id, x.id, r.entity)
                 AND {{ trgm_schema }}.similarity(folded(x.canonical_name), folded(r.name)) >= floor
             ORDER BY 3 DESC, x.id
             LIMIT 1

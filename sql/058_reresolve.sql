@@ -34,6 +34,23 @@
 -- runs. Applied, it is one correction (sql/050_corrections.sql): ledgered with
 -- a before-image, undone by undo_operation (_undo_reresolve, sql/054_undo.sql).
 
+-- Which decisions re-resolution makes again: the resolver's own (resolved
+-- by score, created, or taken from the call's memory). The others are fixed
+-- points: placed by an operator, through an alias, or exact by rule
+-- (literal, label).
+CREATE OR REPLACE FUNCTION {{ internal }}._redecidable(decision text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT _redecidable.decision IN ('resolved', 'created', 'memory')
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._redecidable(text) IS
+'Internal (reresolve): whether a mention''s decision is one re-resolution makes again (the resolver''s own).';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_fact(bank_id text, unit_id uuid)
 RETURNS TABLE (
     ordinal integer,
@@ -82,7 +99,7 @@ BEGIN
         -- candidate for its other mentions.
         kept := ARRAY(
             SELECT m.entity_id FROM mentions AS m
-            WHERE m.bank_id = b AND m.unit_id = u AND m.decision NOT IN ('resolved', 'created', 'memory')
+            WHERE m.bank_id = b AND m.unit_id = u AND NOT _redecidable(m.decision)
         );
         DELETE FROM mentions AS m WHERE m.bank_id = b AND m.unit_id = u;
         DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = u;
@@ -200,9 +217,8 @@ BEGIN
     -- is decided against the bank with the moves before it made.
     BEGIN
         IF _reresolve_plan.take_lock THEN
-            -- (a dry run: the lock and the flush of _correction_begin, undone with the rest)
-            PERFORM _lock_bank(b, TRUE);
-            PERFORM _flush_queue(b, FALSE);
+            -- (a dry run: the lock of an applied correction, undone with the rest)
+            PERFORM _correction_lock(b);
         END IF;
         units := ARRAY(
             SELECT f.id FROM facts AS f
@@ -225,8 +241,8 @@ BEGIN
                 WHERE x.bank_id = b AND x.unit_id = u
                 ORDER BY x.ordinal
             LOOP
-                -- Fixed points: placed by an operator, through an alias, or exact by rule.
-                IF m.decision NOT IN ('resolved', 'created', 'memory') THEN
+                -- Fixed points (_redecidable).
+                IF NOT _redecidable(m.decision) THEN
                     n_fixed := n_fixed + 1;
                     CONTINUE;
                 END IF;
@@ -253,12 +269,7 @@ BEGIN
                     );
                     CONTINUE;
                 END IF;
-                IF EXISTS (
-                    SELECT 1 FROM entity_judgements AS j
-                    WHERE
-                        j.bank_id = b AND j.entity_a = least(m.entity_id, now_is.entity_id)
-                        AND j.entity_b = greatest(m.entity_id, now_is.entity_id)
-                ) THEN
+                IF _judged_distinct(b, m.entity_id, now_is.entity_id) THEN
                     kept := kept || jsonb_build_object(
                         'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
                         'entity_id', m.entity_id, 'name', m.canonical_name,
