@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import psycopg
 from psycopg import sql
@@ -175,22 +175,28 @@ def measure_family(conn: psycopg.Connection, path: Path, seeds: Sequence[int] = 
     }
 
 
-def measure_order(dsn_or_conn: Any, corpora: Path = Path("bench/corpora"), seeds: Sequence[int] = SEEDS,
-                  families: Optional[Sequence[str]] = None, progress=None) -> Dict[str, Any]:
-    """Every family of ``corpora`` (or those named): see the module docstring."""
-    started = time.monotonic()
+def each_family(dsn_or_conn: Any, corpora: Path, families: Optional[Sequence[str]],
+                measure: Callable[[psycopg.Connection, Path], Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """``measure(conn, stream)`` of every family of ``corpora`` (or those named), by name; a DSN
+    is connected to (and closed after), a connection used as it is."""
     own = isinstance(dsn_or_conn, str)
     conn = psycopg.connect(dsn_or_conn, autocommit=True) if own else dsn_or_conn
     try:
         files = sorted(p for p in Path(corpora).glob("*.jsonl") if p.is_file())
         if families:
             files = [p for p in files if p.stem in set(families)]
-        result: Dict[str, Any] = {"seeds": list(seeds), "families": {}}
-        for f in files:
-            result["families"][f.stem] = measure_family(conn, f, seeds, progress)
+        return {f.stem: measure(conn, f) for f in files}
     finally:
         if own:
             conn.close()
+
+
+def measure_order(dsn_or_conn: Any, corpora: Path = Path("bench/corpora"), seeds: Sequence[int] = SEEDS,
+                  families: Optional[Sequence[str]] = None, progress=None) -> Dict[str, Any]:
+    """Every family of ``corpora`` (or those named): see the module docstring."""
+    started = time.monotonic()
+    result: Dict[str, Any] = {"seeds": list(seeds), "families": each_family(
+        dsn_or_conn, corpora, families, lambda conn, f: measure_family(conn, f, seeds, progress))}
     fams = result["families"].values()
     result["targets"] = {
         "f1_not_lower": all(r["targets"]["f1_not_lower"] for r in fams),

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import psycopg
 from psycopg import sql
 
-from bench.order import SCHEMA, _golds, _partition
+from bench.order import SCHEMA, _golds, _partition, each_family
 from entity_resolver import evaluate
 
 TOP = 20
@@ -68,60 +68,61 @@ def _rows(conn: psycopg.Connection, bank: str, top: int) -> List[Tuple[str, List
         "SELECT kind, entity_ids FROM {}.review_queue(%s, %s)").format(sql.Identifier(SCHEMA)), (bank, top))]
 
 
+def _repairs(kind: str, ids: List[str], merged: Set[str], pairs: Set[Tuple[str, str]]) -> Set[Tuple[str, Any]]:
+    """The problems one row's fix repairs: ("split", entity) or ("merge", (entity, entity))."""
+    out: Set[Tuple[str, Any]] = set()
+    if kind in SPLITS and ids and ids[0] in merged:
+        out.add(("split", ids[0]))
+    if kind in MERGES and len(ids) >= 2 and tuple(sorted(ids[:2])) in pairs:
+        out.add(("merge", tuple(sorted(ids[:2]))))
+    return out
+
+
 def measure_family(conn: psycopg.Connection, path: Path, top: int = TOP) -> Dict[str, Any]:
-    path = Path(path)
-    cfg = path.with_name(path.stem + ".banks.json")
-    res = evaluate.run_eval(conn, path, SCHEMA, banks_file=cfg if cfg.is_file() else None, keep=True)
+    # The stream's own STREAM.banks.json is found by run_eval.
+    res = evaluate.run_eval(conn, path, SCHEMA, keep=True)
     banks = res["eval_banks"]
     try:
         golds = _golds(path)
         merged, duplicates = problems(golds, _partition(conn, banks))
-        split_hits = merge_hits = useful = rows = 0
+        fixed: Set[Tuple[str, Any]] = set()
+        useful = rows = 0
         for stream_bank, bank in banks.items():
-            found = _rows(conn, bank, top)
-            rows += len(found)
-            split = {ids[0] for kind, ids in found if kind in SPLITS and ids}
-            merge = {tuple(sorted(ids[:2])) for kind, ids in found if kind in MERGES and len(ids) >= 2}
-            split_hits += len(merged.get(stream_bank, set()) & split)
-            mine = {(a, b) for s, a, b in duplicates if s == stream_bank}
-            merge_hits += len(mine & merge)
-            useful += sum(1 for kind, ids in found
-                          if (kind in SPLITS and ids and ids[0] in merged.get(stream_bank, set()))
-                          or (kind in MERGES and len(ids) >= 2 and tuple(sorted(ids[:2])) in mine))
+            pairs = {(a, b) for s, a, b in duplicates if s == stream_bank}
+            for kind, ids in _rows(conn, bank, top):
+                repairs = _repairs(kind, ids, merged.get(stream_bank, set()), pairs)
+                rows += 1
+                useful += bool(repairs)
+                fixed |= repairs
     finally:
         evaluate._cleanup(conn, SCHEMA, list(banks.values()))
     total = sum(len(v) for v in merged.values()) + len(duplicates)
     return {"wrong_merges": sum(len(v) for v in merged.values()), "duplicates": len(duplicates),
-            "repaired_splits": split_hits, "repaired_merges": merge_hits,
-            "share": round((split_hits + merge_hits) / total, 3) if total else None,
+            "repaired_splits": sum(1 for how, _ in fixed if how == "split"),
+            "repaired_merges": sum(1 for how, _ in fixed if how == "merge"),
+            "share": round(len(fixed) / total, 3) if total else None,
             "rows": rows, "rows_that_repair": useful}
 
 
 def measure_review(dsn_or_conn: Any, corpora: Path = Path("bench/corpora"), top: int = TOP,
                    families: Optional[Sequence[str]] = None, progress=None) -> Dict[str, Any]:
     say = progress or (lambda msg: None)
-    own = isinstance(dsn_or_conn, str)
-    conn = psycopg.connect(dsn_or_conn, autocommit=True) if own else dsn_or_conn
-    try:
-        out: Dict[str, Any] = {"top": top, "families": {}}
-        for path in sorted(Path(corpora).glob("*.jsonl")):
-            if families and path.stem not in families:
-                continue
-            say(f"review: {path.stem}")
-            out["families"][path.stem] = measure_family(conn, path, top)
-        fams = out["families"].values()
-        problems_total = sum(f["wrong_merges"] + f["duplicates"] for f in fams)
-        repaired = sum(f["repaired_splits"] + f["repaired_merges"] for f in fams)
-        out["total"] = {"problems": problems_total, "repaired": repaired,
-                        "share": round(repaired / problems_total, 3) if problems_total else None,
-                        "rows": sum(f["rows"] for f in fams),
-                        "rows_that_repair": sum(f["rows_that_repair"] for f in fams)}
-        out["target"] = {"value": out["total"]["share"], "target": TARGET,
-                         "met": out["total"]["share"] is not None and out["total"]["share"] >= TARGET}
-        return out
-    finally:
-        if own:
-            conn.close()
+
+    def one(conn: psycopg.Connection, path: Path) -> Dict[str, Any]:
+        say(f"review: {path.stem}")
+        return measure_family(conn, path, top)
+
+    out: Dict[str, Any] = {"top": top, "families": each_family(dsn_or_conn, corpora, families, one)}
+    fams = out["families"].values()
+    problems_total = sum(f["wrong_merges"] + f["duplicates"] for f in fams)
+    repaired = sum(f["repaired_splits"] + f["repaired_merges"] for f in fams)
+    out["total"] = {"problems": problems_total, "repaired": repaired,
+                    "share": round(repaired / problems_total, 3) if problems_total else None,
+                    "rows": sum(f["rows"] for f in fams),
+                    "rows_that_repair": sum(f["rows_that_repair"] for f in fams)}
+    out["target"] = {"value": out["total"]["share"], "target": TARGET,
+                     "met": out["total"]["share"] is not None and out["total"]["share"] >= TARGET}
+    return out
 
 
 def markdown(r: Dict[str, Any]) -> str:
