@@ -59,16 +59,14 @@ class _Rules(NamedTuple):
     floor: float
     mention_type: Optional[str]                  # compared only under typed_mentions
     orgs: Optional[names_mod.NameData]           # org_suffixes
-    equivalents: Optional[Any]                   # name_variants: word -> its nicknames or given names
-    given: Optional[names_mod.NameData]          # name_variants: the given names the data knows
+    variants: Optional[names_mod.NameData]       # name_variants: nicknames and given names
 
 
 def _rules(mention, settings, mention_type, names) -> _Rules:
     typed = mention_type if lever(settings, TYPED_MENTIONS) else None
     orgs = names if names is not None and lever(settings, ORG_SUFFIXES) and mention_type in ORG_TYPES else None
-    given = names if names is not None and lever(settings, NAME_VARIANTS) else None
-    eq = given.equivalents if given is not None else None
-    return _Rules(mention, settings["merge_min_similarity"], typed, orgs, eq, given)
+    variants = names if names is not None and lever(settings, NAME_VARIANTS) else None
+    return _Rules(mention, settings["merge_min_similarity"], typed, orgs, variants)
 
 
 def _skip(cand: Candidate, decision: str, tokens=None, detail=None, lever_name=None) -> Screened:
@@ -97,13 +95,14 @@ def _screen_one(cand: Candidate, r: _Rules) -> Screened:
     if org is False:
         # "Acme Bank" is not "Acme Inc"; "Innotech LLC" is not "Initech LLC".
         return _skip(cand, WORD_MISMATCH, False, "words", ORG_SUFFIXES)
-    if r.given is not None and names_mod.different_given_names(r.mention, cand.key, r.given):
+    if r.variants is not None and names_mod.different_given_names(r.mention, cand.key, r.variants):
         # "Jean Kerr" is not "Joan Kerr": two given names, one letter apart.
         return _skip(cand, WORD_MISMATCH, False, "given_names", NAME_VARIANTS)
-    why, how = words.tokens_match(r.mention, cand.key, r.equivalents)
+    equivalents = r.variants.equivalents if r.variants is not None else None
+    why, how = words.tokens_match(r.mention, cand.key, equivalents)
     if why is not None:
         return _skip(cand, WORD_MISMATCH, False, why)
-    if how is not None and r.equivalents is not None:
+    if how is not None and equivalents is not None:
         cand = dataclasses.replace(cand, how=how)
     return cand, None
 
