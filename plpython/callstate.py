@@ -24,6 +24,7 @@ class Entity(NamedTuple):
     name: str
     kind: str
     type: Optional[str]
+    homonym: bool = False   # created beside an entity of its name that an attribute ruled out
 
 
 def pair(a: str, b: str) -> Tuple[str, str]:
@@ -45,7 +46,8 @@ class CallState:
         self.neighbours: Dict[str, Set[str]] = {}     # entity id -> partners the call added
         self.pairs: Dict[Tuple[str, str], int] = {}   # pairs the call's units formed
         self.first_dates: Dict[str, Tuple[Optional[float], Optional[str]]] = {}
-        self.provenance: List[Tuple[Any, ...]] = []   # (unit, ordinal, text, entity, decision, score, date)
+        # (unit, ordinal, text, entity, decision, score, date, attributes as JSON)
+        self.provenance: List[Tuple[Any, ...]] = []
         self.links: List[Tuple[str, str, Optional[str]]] = []   # (unit, entity, date)
         self.mentions: Dict[str, List[Any]] = {}      # entity -> [count, latest epoch, date, earliest epoch, date]
         # key (folded canonical name) <-> id of every entity a fact of the call
@@ -58,13 +60,22 @@ class CallState:
         self.memory: Dict[str, Dict[str, Tuple[Optional[str], str, str]]] = {}
         # How many entities the bank held when the call first asked (None: not asked yet).
         self.bank_entities: Optional[int] = None
+        # Attributes: what the call's mentions added to entities (entity id ->
+        # name -> values), and the bank's values it read (entity id -> the same).
+        self.held: Dict[str, Dict[str, Set[str]]] = {}
+        self.bank_held: Dict[str, Dict[str, Set[str]]] = {}
+        self.held_as: Dict[str, Tuple[str, str]] = {}     # entity id -> (canonical name, key)
+        # Items whose decision attributes qualified: item index -> "ambiguous"
+        # (provenance says so), and the items that create a homonym.
+        self.flags: Dict[int, str] = {}
+        self.homonyms: Set[int] = set()
 
     # -- entities ----------------------------------------------------------------
 
     def create(self, key: str, name: str, kind: str, etype: Optional[str],
-               epoch: Optional[float], date: Optional[str]) -> Entity:
+               epoch: Optional[float], date: Optional[str], homonym: bool = False) -> Entity:
         """Register a new entity (a fresh id) and make it findable by later facts."""
-        ent = Entity(str(uuid.uuid4()), key, name, kind, etype)
+        ent = Entity(str(uuid.uuid4()), key, name, kind, etype, homonym)
         self.created.setdefault(key, []).append(ent)
         self.by_id[ent.id] = ent
         self.meet(ent.id, key)
@@ -84,7 +95,7 @@ class CallState:
             for ent in self.created.get(other, ()):
                 # Label rows are never fuzzy candidates.
                 if ent.kind != "label":
-                    out.append(Candidate(ent.id, other, sim, None, entity_type=ent.type))
+                    out.append(Candidate(ent.id, other, sim, None, entity_type=ent.type, homonym=ent.homonym))
         return out
 
     def created_named(self, key: str, etype: Optional[str]) -> Optional[Entity]:
@@ -100,6 +111,26 @@ class CallState:
 
     def is_new(self, entity_id: str) -> bool:
         return entity_id in self.by_id
+
+    # -- attributes --------------------------------------------------------------
+
+    def hold(self, entity_id: str, values: Optional[Dict[str, str]], name: str, key: str) -> None:
+        """A mention of the call gave the entity (named ``name``) these (normalised) attributes."""
+        if values:
+            self.held_as[entity_id] = (name, key)
+        for name, value in (values or {}).items():
+            self.held.setdefault(entity_id, {}).setdefault(name, set()).add(value)
+
+    def values_of(self, entity_id: str) -> Dict[str, Set[str]]:
+        """Every value the entity holds as far as the call knows: the bank's (as read) and the call's."""
+        out = {k: set(v) for k, v in self.bank_held.get(entity_id, {}).items()}
+        for name, values in self.held.get(entity_id, {}).items():
+            out.setdefault(name, set()).update(values)
+        return out
+
+    def holders_of(self, name: str, value: str) -> Set[str]:
+        """The entities the call gave this value."""
+        return {e for e, held in self.held.items() if value in held.get(name, ())}
 
     # -- statistics --------------------------------------------------------------
 

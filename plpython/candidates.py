@@ -65,11 +65,13 @@ class View(NamedTuple):
     names: Dict[str, str]                        # candidate id -> canonical name
     pending: Dict[str, Tuple[Optional[float], bool]]
     forms: Dict[str, Forms]                      # key -> its other forms (enhanced profile)
+    # (attribute, value) -> the bank's entities holding an identifying value of the call (attributes.holders)
+    holders: Optional[Dict[tuple, List[Dict[str, Any]]]] = None
 
 
 def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
               memory_keys: List[str], cfg, data: names_mod.NameData,
-              types: Optional[Dict[str, Set[Optional[str]]]] = None) -> View:
+              types: Optional[Dict[str, Set[Optional[str]]]] = None, wide: Set[str] = frozenset()) -> View:
     """The exact look-up and the probe of a call: two statements (one more with queued dates, one more
     for a key whose identical names do not settle it). A small bank in a crowded table is read whole
     instead of probed through the index (small_bank.py): the same rows, from one statement.
@@ -78,7 +80,9 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     smith" finds "Robert Smith" as its form "robert smith", "acme inc" finds
     "Acme" as "acme" (a trigram probe per form would cost as much again as
     the probe of the keys). ``types``: the mention types each regular key
-    is resolved with (None: untyped only).
+    is resolved with (None: untyped only). ``wide``: keys never narrowed to
+    their identical names (a mention with a distinguishing attribute may
+    rule every one of them out).
     """
     forms = {k: split_forms(k, cfg, data) for k in regular_keys}
     exact = {f for fs in forms.values() for f in fs.exact}
@@ -89,8 +93,8 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     # An alias names its entity exactly: no fuzzy probe for it.
     fuzzy = [k for k in regular_keys if probe.alias_hit(hits, k) is None]
     probed_forms = {f for k in fuzzy for f in forms[k].probed}
-    narrow = [] if bank.isolated and not db.leakproof_probe(plpy) else _narrow_keys(fuzzy, forms, probed_forms,
-                                                                                    hits, cfg)
+    narrow = [] if bank.isolated and not db.leakproof_probe(plpy) else _narrow_keys(
+        [k for k in fuzzy if k not in wide], forms, probed_forms, hits, cfg)
     full = sorted((set(fuzzy) - set(narrow)) | probed_forms)
     limit, threshold = cfg["max_candidates"], probe_threshold(cfg)
     small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
@@ -155,9 +159,9 @@ def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[st
 
 def _form_candidates(form: str, view: View, state: CallState) -> List[Candidate]:
     """The entities named exactly by a form, as candidates found by it (similarity 1.0 to the form)."""
-    out = [Candidate(h.id, h.key, 1.0, datetime_of(h.last_seen), entity_type=h.type, form=form)
+    out = [Candidate(h.id, h.key, 1.0, datetime_of(h.last_seen), entity_type=h.type, form=form, homonym=h.homonym)
            for h in view.hits.get(form, ()) if h.via == "name" and h.kind != "label"]
-    out.extend(Candidate(e.id, e.key, 1.0, None, entity_type=e.type, form=form)
+    out.extend(Candidate(e.id, e.key, 1.0, None, entity_type=e.type, form=form, homonym=e.homonym)
                for e in state.created.get(form, ()) if e.kind != "label")
     return out
 

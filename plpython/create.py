@@ -9,7 +9,7 @@ registered in the call's state (callstate.py) and written at the end of the
 call (record.py). Pure: no database.
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import clustering
 import trigrams
@@ -34,8 +34,13 @@ def fixed(items, indexes, folded, fixed_new: Dict[Tuple[str, Optional[str]], str
     return made
 
 
-def clusters(items, indexes, unresolved: List[int], folded, cfg, state: CallState) -> Dict[int, Entity]:
-    """New names of the fact's regular mentions, clustered per type; item index -> its new entity."""
+def clusters(items, indexes, unresolved: List[int], folded, cfg, state: CallState,
+             homonyms: Set[int] = frozenset()) -> Dict[int, Entity]:
+    """New names of the fact's regular mentions, clustered per type; item index -> its new entity.
+
+    ``homonyms``: items whose every entity of their name an attribute ruled
+    out; the entity of their cluster is created as a homonym.
+    """
     out: Dict[int, Entity] = {}
     by_type: Dict[Optional[str], List[int]] = {}
     for i in unresolved:
@@ -53,7 +58,8 @@ def clusters(items, indexes, unresolved: List[int], folded, cfg, state: CallStat
         made: Dict[str, Entity] = {}
         for c in sorted({id(c): c for c in grouped.values()}.values(), key=lambda c: c.key):
             epoch, date = _first_date(indexes, folded.keys, folded, set(c.members))
-            made[c.key] = state.create(c.key, c.name, "regular", etype, epoch, date)
+            homonym = any(folded.keys[i] == c.key for i in group if i in homonyms)
+            made[c.key] = state.create(c.key, c.name, "regular", etype, epoch, date, homonym)
         for i in group:
             out[i] = made[grouped[folded.keys[i]].key]
     return out

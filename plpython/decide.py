@@ -6,13 +6,13 @@ by construction. Standard library only.
 """
 
 from datetime import datetime
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 import names as names_mod
 import scoring
 import words
-from scoring import (AMBIGUOUS, BELOW_THRESHOLD, CHOSEN, NEEDS_CONTEXT, OUTSCORED, PRECISION, Candidate, Evaluation,
-                     passes_threshold)
+from scoring import (AMBIGUOUS, ATTRIBUTE_CONFLICT, BELOW_THRESHOLD, CHOSEN, NEEDS_CONTEXT, OUTSCORED, PRECISION,
+                     Candidate, Evaluation, passes_threshold)
 from screen import Screened, screen
 from settings import BARE_NAMES, MISSPELLINGS, NAME_VARIANTS, ORG_SUFFIXES, TYPED_MENTIONS, lever
 
@@ -44,12 +44,15 @@ MIN_CONTEXT = 0.25
 def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
            event_date: Optional[datetime], settings: Dict[str, Any],
            names: Optional[names_mod.NameData] = None,
-           bank_entities: Callable[[], int] = lambda: 0) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+           bank_entities: Callable[[], int] = lambda: 0,
+           ruled_out: Optional[Dict[Any, List[str]]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """The second phase of ``evaluate``: score the screened survivors and choose among them.
 
     ``bank_entities`` says how many entities the bank holds (asked only by
     the misspellings lever; a bank of unknown size, 0, has no specific
-    partner, so the lever takes nothing).
+    partner, so the lever takes nothing). ``ruled_out``: candidate id -> the
+    distinguishing attributes on which it conflicts with the mention
+    (attributes.conflicts): such a candidate is never chosen.
     """
     threshold = settings["threshold"]
     context = scoring.distinct_nearby(nearby, mention)
@@ -58,6 +61,12 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
     for cand, skipped in screened:
         if skipped is not None:
             evaluations.append(skipped)
+            continue
+        if ruled_out and cand.id in ruled_out:
+            # "Maria Schmidt" born 1980 is not the Maria Schmidt born 1961,
+            # however well the name and the context fit.
+            evaluations.append(Evaluation(cand, True, None, None, None, None, ATTRIBUTE_CONFLICT,
+                                          ",".join(ruled_out[cand.id]), ATTRIBUTES))
             continue
         ev = scoring.score(mention, cand, context, event_date, settings)
         evaluations.append(ev)
@@ -83,6 +92,9 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     best = best_evaluation(scored)
     if settings.get("profile") != "enhanced" or not scored:
         return best, False
+    same = homonyms(scored)
+    if same:
+        return _among_homonyms(same, context), True
     fitting = _name_fits(mention, scored, settings, names)
     if len(fitting) >= 2:
         return _by_context(fitting, context)
@@ -233,11 +245,68 @@ def _by_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Tuple[Opt
     return None, True
 
 
+# Homonyms (entities of one name and type: two people called Maria
+# Schmidt) are told apart by attributes (a conflicting birth date rules one
+# out before scoring), then by the context only one of them has; when
+# nothing tells them apart, the documented rule: the one seen most recently
+# (then probe order), with the decision marked BY_RULE, which provenance
+# records as ambiguous.
+ATTRIBUTES = "attributes"   # what explain's lever column shows for an attribute's decision
+HOMONYMS = "homonyms"
+BY_RULE = "by_rule"
+
+
+def homonyms(scored: List[Evaluation]) -> List[Evaluation]:
+    """The identical-name candidates sharing their name and type with another, when the best is one of them.
+
+    One entity of a name and type is not a homonym (the first, probe order):
+    a second one the call created would be the bank's when written (the
+    unique index of names), so it is not counted.
+    """
+    groups: Dict[Tuple[str, str], List[Evaluation]] = {}
+    primary: Set[Tuple[str, str]] = set()
+    for ev in scored:
+        c = ev.candidate
+        if not (scoring.is_identical(c) and c.how is None):
+            continue
+        group = (c.key, c.entity_type or "")
+        if not c.homonym:
+            if group in primary:
+                continue
+            primary.add(group)
+        groups.setdefault(group, []).append(ev)
+    best = best_evaluation(scored)
+    for group in groups.values():
+        if len(group) >= 2 and best in group:
+            return group
+    return []
+
+
+def _among_homonyms(same: List[Evaluation], context: FrozenSet[str]) -> Evaluation:
+    """The homonym with clearly the most context only it has; else, by rule, the one seen last."""
+    for ev in same:
+        ev.decision = AMBIGUOUS
+        ev.lever = HOMONYMS
+    share = exclusive_context(same, context)
+    ranked = sorted(same, key=lambda ev: -share[id(ev)])
+    top = share[id(ranked[0])]
+    if top >= MIN_CONTEXT and top > share[id(ranked[1])]:
+        return ranked[0]
+    latest = max(ev.candidate.last_seen.timestamp() if ev.candidate.last_seen is not None else float("-inf")
+                 for ev in same)
+    chosen = next(ev for ev in same
+                  if (ev.candidate.last_seen.timestamp() if ev.candidate.last_seen is not None
+                      else float("-inf")) == latest)
+    chosen.detail = BY_RULE
+    return chosen
+
+
 def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str],
              event_date: Optional[datetime], settings: Dict[str, Any],
              stop_at_identical: bool = False, mention_type: Optional[str] = None,
              names: Optional[names_mod.NameData] = None,
-             bank_entities: Callable[[], int] = lambda: 0) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+             bank_entities: Callable[[], int] = lambda: 0,
+             ruled_out: Optional[Dict[Any, List[str]]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """Evaluate candidates in probe order; return all evaluations and the chosen one (or None).
 
     ``candidates`` must be in probe order (trigram similarity descending,
@@ -253,5 +322,6 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
     the best score are the same as without it. Resolution uses it (through
     ``screen`` and ``decide``); explain_mention evaluates every candidate.
     """
-    return decide(mention, screen(mention, candidates, settings, stop_at_identical, mention_type, names),
-                  nearby, event_date, settings, names, bank_entities)
+    return decide(mention, screen(mention, candidates, settings, stop_at_identical and not ruled_out, mention_type,
+                                  names),
+                  nearby, event_date, settings, names, bank_entities, ruled_out)

@@ -7,6 +7,7 @@ memory), so what it prints is what resolution did, plus the near misses under
 the floor. It writes nothing.
 """
 
+import attributes
 import banks
 import candidates as candidates_mod
 import context
@@ -18,7 +19,7 @@ import scoring
 from callstate import CallState
 from fold import fold
 from mentions import check_text, check_type, datetime_of
-from resolve import ALIAS, MEMORY
+from resolve import ALIAS, IDENTIFIER, MEMORY, compatible, single_attributes
 from settings import ALIAS_MEMORY, TYPED_MENTIONS, lever
 
 # explain_mention probes lower than resolution so that near misses under the
@@ -52,7 +53,8 @@ def _probed(plpy, bank_id, key, forms, cfg):
     for form in [key] + forms.probed:
         rows = probe.explain_candidates(plpy, bank_id, form, cfg["max_candidates"], EXPLAIN_LABEL_ROWS)
         found.extend(scoring.Candidate(r["id"], r["key"], r["sim"], datetime_of(r["last_seen"]), r["is_label"], {},
-                                       r["entity_type"], None if form == key else form) for r in rows)
+                                       r["entity_type"], None if form == key else form, homonym=r["homonym"])
+                     for r in rows)
         names.update((r["id"], r["canonical_name"]) for r in rows)
     hits = probe.exact(plpy, bank_id, forms.exact) if forms.exact else {}
     for form in forms.exact:
@@ -60,7 +62,7 @@ def _probed(plpy, bank_id, key, forms, cfg):
             if h.kind != "label":
                 names[h.id] = h.name
                 found.append(scoring.Candidate(h.id, h.key, 1.0, datetime_of(h.last_seen), False, {}, h.type,
-                                               form))
+                                               form, homonym=h.homonym))
     for cand in found:
         old = best.get(cand.id)
         if old is None or cand.trigram_similarity > old.trigram_similarity:
@@ -70,12 +72,13 @@ def _probed(plpy, bank_id, key, forms, cfg):
     return sorted(best.values(), key=probe.order_key), names
 
 
-def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
+def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs=None):
     """Return explain_mention's rows: every candidate with its signals and decision."""
     db.start_call()
     with banks.bank_id_first(plpy, bank_id):
         check_text(mention, "mention")
         check_type(mention_type, "mention_type")
+        said = single_attributes(attrs)
     bank = banks.read_bank(plpy, bank_id)
     cfg = bank.cfg
     data = banks.name_data(plpy, cfg)
@@ -89,7 +92,13 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     near = lowered[1:-1] if typed else lowered[1:]
     wanted = lowered[-1].strip() if typed else None
     is_label = bool(bank.matcher) and bank.matcher.is_label(key)
-    exact = _exact(plpy, bank_id, key, wanted, is_label, cfg)
+    said = attributes.normalise(plpy, [{"attributes": said, "attributes_argument": "attributes"}])[0]
+    kinds = attributes.kinds(cfg) if cfg.get("profile") == "enhanced" and not is_label else {}
+    ruled = _Ruled(plpy, bank_id, attributes.of_kind(said, kinds, attributes.DISTINGUISHING))
+    identifier = _identifier(plpy, bank_id, attributes.of_kind(said, kinds, attributes.IDENTIFYING), wanted, ruled)
+    if identifier is not None:
+        return identifier
+    exact = _exact(plpy, bank_id, key, wanted, is_label, cfg, ruled)
     if exact is not None or is_label:
         return exact or []
     forms = candidates_mod.split_forms(key, cfg, data)
@@ -101,7 +110,8 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     if regular:
         context.fill_partners(plpy, bank, regular, set(n for n in near if n), CallState(), cfg, data)
     evaluations, _ = decide.evaluate(key, seen, near, datetime_of(epochs[0]), cfg, mention_type=wanted,
-                                     names=data, bank_entities=lambda: probe.bank_entities(plpy, bank_id))
+                                     names=data, bank_entities=lambda: probe.bank_entities(plpy, bank_id),
+                                     ruled_out=ruled.of(c.id for c in regular) if ruled.mine else None)
     by_id = {ev.candidate.id: ev for ev in evaluations}
     out = []
     for cand in probed:
@@ -110,7 +120,36 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None):
     return out
 
 
-def _exact(plpy, bank_id, key, wanted, is_label, cfg):
+class _Ruled:
+    """The entities a distinguishing attribute of the mention rules out (resolve.ruled_out, for one mention)."""
+
+    def __init__(self, plpy, bank_id, mine):
+        self.plpy, self.bank_id, self.mine = plpy, bank_id, mine
+
+    def of(self, ids):
+        ids = list(ids)
+        if not self.mine or not ids:
+            return {}
+        held = attributes.held(self.plpy, self.bank_id, ids, list(self.mine))
+        return {e: c for e in ids for c in [attributes.conflicts(self.mine, held.get(e, {}))] if c}
+
+    def __call__(self, entity_id):
+        return bool(self.of([entity_id]))
+
+
+def _identifier(plpy, bank_id, mine, wanted, ruled):
+    """The row of the one entity holding an identifying value of the mention (resolve.by_identifier); else None."""
+    if not mine:
+        return None
+    found = {r["id"]: r for rows in attributes.holders(plpy, bank_id, mine.items()).values() for r in rows
+             if r["entity_kind"] != "label" and compatible(r["entity_type"], wanted)}
+    chosen, _ = attributes.identified(found, ruled)
+    if chosen is None:
+        return None
+    return [_exact_row(chosen, found[chosen]["canonical_name"], IDENTIFIER, decide.ATTRIBUTES)]
+
+
+def _exact(plpy, bank_id, key, wanted, is_label, cfg, ruled):
     """The row of a label, an alias or a remembered form, which resolve without scoring; else None."""
     remember = [key] if not is_label and memory.remembers(key, cfg) else []
     hits = probe.exact(plpy, bank_id, [key], [] if is_label else [key], remember, memory.MEMORY_MIN_SCORE)
@@ -119,9 +158,9 @@ def _exact(plpy, bank_id, key, wanted, is_label, cfg):
         hit = probe.name_hit(hits, key, None)
         return [_exact_row(hit.id, hit.name, scoring.CHOSEN)] if hit is not None else None
     hit = probe.alias_hit(hits, key)
-    if hit is not None and (wanted is None or hit.type is None or hit.type == wanted):
+    if hit is not None and compatible(hit.type, wanted) and not ruled(hit.id):
         return [_exact_row(hit.id, hit.name, ALIAS)]
     found = memory.remembered(key, wanted, hits, CallState(), cfg)
-    if found is not None:
+    if found is not None and not ruled(found[0]):
         return [_exact_row(found[0], found[1], MEMORY, ALIAS_MEMORY)]
     return None

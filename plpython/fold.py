@@ -11,6 +11,7 @@ SET pg_trgm.similarity_threshold.
 import json
 from typing import Dict, List, NamedTuple, Optional
 
+import attributes
 import db
 import trigrams
 from errors import InputError
@@ -98,6 +99,11 @@ class Folded(NamedTuple):
     fact_of: List[int]
     spans: List[range]              # per fact, the indexes of its items (contiguous)
     types: List[Optional[str]]      # each item's type, lowered (None: untyped)
+    # each item's attributes, normalised (attributes.py; None: none given)
+    attributes: Optional[List[Optional[Dict[str, str]]]] = None
+
+    def attributes_of(self, i: int) -> Optional[Dict[str, str]]:
+        return self.attributes[i] if self.attributes is not None else None
 
     def items_of(self, fact_index: int) -> range:
         return self.spans[fact_index]
@@ -160,4 +166,4 @@ def fold_facts(plpy, facts, default_event_date, probe_at: float, typed: bool) ->
         nearby.append(lowered[spans[i][0]:spans[i][1]] if given[-1] else fact_keys[fact_of[i]])
     types = [lowered[t].strip() if t is not None else None for t in type_at]
     return Folded(keys, nearby, given, epochs, canon, {k: trigrams.parse(t) for k, t in zip(keys, tri)},
-                  fact_of, fact_spans, types)
+                  fact_of, fact_spans, types, attributes.normalise(plpy, items))

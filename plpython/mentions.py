@@ -12,6 +12,7 @@ first statement, so the rule cannot drift between languages.
 """
 
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
@@ -21,10 +22,18 @@ from errors import InputError, type_name
 # are at most 2,000 bytes, which with a 100-character bank id stays under the
 # index's limit of about 2,700 bytes. Longer names are refused, not truncated.
 MAX_NAME_CHARS = 500
-ELEMENT_KEYS = ("text", "nearby", "event_date", "resolve", "type")
+ELEMENT_KEYS = ("text", "nearby", "event_date", "resolve", "type", "attributes")
 # An entity type as a caller names it ("person", "organization", "place"):
 # free text, case-folded by PostgreSQL; the limit of entities.entity_type.
 MAX_TYPE_CHARS = 100
+
+# Attributes ("attributes": {"birth_date": "1961-05-03"}; attributes.py):
+# names are lowercase identifiers, as JSON keys compare exactly; values are
+# strings, normalised by the server.
+ATTRIBUTE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+MAX_ATTRIBUTE_NAME_CHARS = 63
+MAX_ATTRIBUTE_VALUE_CHARS = 500
+MAX_ATTRIBUTES = 32
 
 # Python's datetime spans years 1 to 9999; PostgreSQL's timestamptz goes
 # further and has 'infinity'. An event date outside this span is refused
@@ -67,13 +76,40 @@ def load_json(raw: str, argument: str) -> Any:
 
 
 def item(text: str, where: str, nearby: Optional[List[str]] = None, event_date: Optional[str] = None,
-         resolve: bool = True, text_argument: Optional[str] = None, etype: Optional[str] = None) -> Dict[str, Any]:
+         resolve: bool = True, text_argument: Optional[str] = None, etype: Optional[str] = None,
+         attributes: Optional[Dict[str, str]] = None, attributes_argument: Optional[str] = None) -> Dict[str, Any]:
     """One mention item as the resolver takes it; arguments name it in error messages."""
     # nearby_given: the caller's own list (bounded by max_nearby_per_mention),
     # not the fact's other mentions filled in later (bounded per fact).
     return {"text": text, "nearby": nearby, "event_date": event_date, "resolve": resolve,
             "text_argument": text_argument or where, "date_argument": where + ".event_date",
-            "nearby_given": nearby is not None, "type": etype}
+            "nearby_given": nearby is not None, "type": etype, "attributes": attributes or None,
+            "attributes_argument": attributes_argument or where + ".attributes"}
+
+
+def check_attributes(attributes: Any, argument: str) -> Optional[Dict[str, str]]:
+    """A mention's attributes: null, or an object of lowercase names to non-blank strings."""
+    if attributes is None:
+        return None
+    if not isinstance(attributes, dict):
+        raise InputError("must be an object of attribute names to strings, got %s" % type_name(attributes),
+                         argument)
+    if len(attributes) > MAX_ATTRIBUTES:
+        raise InputError("has %d attributes; at most %d" % (len(attributes), MAX_ATTRIBUTES), argument, "54000")
+    for name, value in attributes.items():
+        if not ATTRIBUTE_NAME.match(name) or len(name) > MAX_ATTRIBUTE_NAME_CHARS:
+            raise InputError("attribute name %s must be a lowercase identifier (a-z, 0-9, _; at most %d "
+                             "characters)" % (json.dumps(name, ensure_ascii=False), MAX_ATTRIBUTE_NAME_CHARS),
+                             argument)
+        where = "%s.%s" % (argument, name)
+        if not isinstance(value, str):
+            raise InputError("must be a string, got %s" % type_name(value), where)
+        if not value.strip():
+            raise InputError("must not be empty or blank", where)
+        if len(value) > MAX_ATTRIBUTE_VALUE_CHARS:
+            raise InputError("is %d characters long; attribute values are limited to %d characters"
+                             % (len(value), MAX_ATTRIBUTE_VALUE_CHARS), where, "22001")
+    return dict(attributes)
 
 
 def check_type(etype: Optional[str], argument: str) -> None:
@@ -116,7 +152,8 @@ def parse_element(elem: Any, where: str) -> Dict[str, Any]:
     if etype is not None and not isinstance(etype, str):
         raise InputError("must be a string, got %s" % type_name(etype), where + ".type")
     check_type(etype, where + ".type")
-    return item(elem["text"], where, nearby, date, resolve, where + ".text", etype)
+    attributes = check_attributes(elem.get("attributes"), where + ".attributes")
+    return item(elem["text"], where, nearby, date, resolve, where + ".text", etype, attributes)
 
 
 def load_mentions(raw: Optional[str], argument: str = "mentions") -> List[Any]:

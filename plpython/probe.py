@@ -33,6 +33,7 @@ class Hit(NamedTuple):
     key: str = ""            # lower(canonical_name)
     entities: int = 1        # memory: how many entities the form went to with confidence
     last_seen: Optional[float] = None   # epoch of the entity's last_seen (names)
+    homonym: bool = False    # a homonym (names): the first entity of its name comes first
 
 
 # Names are looked up one key at a time: each_key (sql/030_resolve.sql), then
@@ -45,16 +46,16 @@ class Hit(NamedTuple):
 SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
        'name' AS via, lower(e.canonical_name) AS entity_key, 1::bigint AS n,
-       extract(EPOCH FROM e.last_seen)::float8 AS last_seen
+       extract(EPOCH FROM e.last_seen)::float8 AS last_seen, e.homonym IS NOT NULL AS homonym
   FROM each_key($2::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
-       SELECT x.id, x.canonical_name, x.entity_kind, x.entity_type, x.last_seen
+       SELECT x.id, x.canonical_name, x.entity_kind, x.entity_type, x.last_seen, x.homonym
          FROM entities AS x
         WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
        OFFSET 0) AS e  -- noqa: AM09
 UNION ALL
 SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'alias' AS via,
-       lower(e.canonical_name) AS entity_key, 1 AS n, NULL AS last_seen
+       lower(e.canonical_name) AS entity_key, 1 AS n, NULL AS last_seen, FALSE AS homonym
   FROM entity_aliases AS a
  INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
  WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
@@ -72,7 +73,7 @@ SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind,
 _UNION_MEMORY = """
 UNION ALL
 SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'memory' AS via,
-       lower(e.canonical_name) AS entity_key, r.n, NULL AS last_seen
+       lower(e.canonical_name) AS entity_key, r.n, NULL AS last_seen, FALSE AS homonym
   FROM each_key($4::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT k.key, min(m.entity_id::text)::uuid AS id, count(DISTINCT m.entity_id) AS n
@@ -98,12 +99,12 @@ SQL_EXACT_MEMORY = SQL_EXACT + _UNION_MEMORY
 # row through a btree's bank prefix instead (migration 0014).
 SQL_CANDIDATES = """
 SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.key, c.sim::float8 AS sim,
-       c.last_seen, c.entity_type
+       c.last_seen, c.entity_type, c.homonym
   FROM unnest($2::text[]) WITH ORDINALITY AS q (m, i)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS key,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
-              extract(EPOCH FROM e.last_seen)::float8 AS last_seen
+              extract(EPOCH FROM e.last_seen)::float8 AS last_seen, e.homonym IS NOT NULL AS homonym
          FROM entities AS e
         WHERE e.bank_id @bank_collate@ = $1
           AND e.entity_kind <> 'label'
@@ -126,7 +127,7 @@ SELECT q.i::int AS i, c.id::text AS id, c.canonical_name, c.key, c.sim::float8 A
 _IDENTICAL_ROWS = """
       (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS key,
               @trgm@.similarity(lower(e.canonical_name), q.m) AS sim,
-              extract(EPOCH FROM e.last_seen)::float8 AS last_seen
+              extract(EPOCH FROM e.last_seen)::float8 AS last_seen, e.homonym IS NOT NULL AS homonym
          FROM entities AS e
         WHERE q.narrow AND e.bank_id @bank_collate@ = $1
           AND e.entity_kind <> 'label'
@@ -150,7 +151,8 @@ SQL_PROBE = (SQL_CANDIDATES
 SQL_EXPLAIN_CANDIDATES = """
 (SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS key,
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
-        extract(EPOCH FROM e.last_seen)::float8 AS last_seen, FALSE AS is_label, e.entity_type
+        extract(EPOCH FROM e.last_seen)::float8 AS last_seen, FALSE AS is_label, e.entity_type,
+        e.homonym IS NOT NULL AS homonym
    FROM entities AS e
   WHERE e.bank_id @bank_collate@ = $1 AND e.entity_kind <> 'label'
     AND folded(e.canonical_name) OPERATOR (@sim@.%) $2
@@ -159,7 +161,8 @@ SQL_EXPLAIN_CANDIDATES = """
 UNION ALL
 (SELECT e.id::text AS id, e.canonical_name, lower(e.canonical_name) AS key,
         @trgm@.similarity(lower(e.canonical_name), $2)::float8 AS sim,
-        extract(EPOCH FROM e.last_seen)::float8 AS last_seen, TRUE AS is_label, e.entity_type
+        extract(EPOCH FROM e.last_seen)::float8 AS last_seen, TRUE AS is_label, e.entity_type,
+        e.homonym IS NOT NULL AS homonym
    FROM entities AS e
   WHERE e.bank_id = $1 AND e.entity_kind = 'label'
     AND folded(e.canonical_name) OPERATOR (@sim@.%) $2
@@ -315,10 +318,12 @@ def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = (),
     for r in rows:
         out.setdefault(r["key"], []).append(
             Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["entity_key"], r["n"],
-                r["last_seen"]))
+                r["last_seen"], r["homonym"]))
     order = {"alias": 0, "name": 1, "memory": 2}
     for hits in out.values():
-        hits.sort(key=lambda h: (order[h.via], h.type is not None, h.type or ""))
+        # Homonyms after the entity that held the name first (a literal
+        # mention is exact by rule: it takes that one), then by id.
+        hits.sort(key=lambda h: (order[h.via], h.type is not None, h.type or "", h.homonym, h.id))
     return out
 
 
@@ -383,7 +388,8 @@ def _by_key(keys: List[str], rows) -> Tuple[Dict[str, List[Candidate]], Dict[str
     names: Dict[str, str] = {}
     for r in rows:
         by_key[keys[r["i"] - 1]].append(
-            Candidate(r["id"], r["key"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"]))
+            Candidate(r["id"], r["key"], r["sim"], datetime_of(r["last_seen"]), entity_type=r["entity_type"],
+                      homonym=r["homonym"]))
         names[r["id"]] = r["canonical_name"]
     return by_key, names
 

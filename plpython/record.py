@@ -19,28 +19,32 @@ from callstate import CallState, Entity
 SQL_CREATE = """
 WITH lock AS (SELECT pg_advisory_xact_lock(%d, hashtext($1)))
 
-INSERT INTO entities (bank_id, id, canonical_name, entity_kind, entity_type, first_seen, last_seen)
-SELECT $1 AS bank_id, r.id, r.name, r.kind, r.type, r.first_seen, r.first_seen AS last_seen
-  FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
-       AS r (id, name, kind, type, first_seen),
+INSERT INTO entities (bank_id, id, canonical_name, entity_kind, entity_type, first_seen, last_seen, homonym)
+SELECT $1 AS bank_id, r.id, r.name, r.kind, r.type, r.first_seen, r.first_seen AS last_seen,
+       CASE WHEN r.homonym THEN r.id END AS homonym
+  FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::boolean[])
+       AS r (id, name, kind, type, first_seen, homonym),
        (SELECT count(*) FROM lock) AS locked
  ORDER BY lower(r.name)
-ON CONFLICT (bank_id, folded(canonical_name), coalesce(entity_type, '')) DO NOTHING
+ON CONFLICT (bank_id, folded(canonical_name), coalesce(entity_type, ''),
+             coalesce(homonym, '00000000-0000-0000-0000-000000000000'::uuid)) DO NOTHING
 RETURNING id::text AS id
 """ % locks.CREATION
 
 SQL_TAKEN = """
 SELECT id::text AS id, lower(canonical_name) AS key, coalesce(entity_type, '') AS type
   FROM entities
- WHERE bank_id = $1 AND folded(canonical_name) = ANY($2::text[])
+ WHERE bank_id = $1 AND folded(canonical_name) = ANY($2::text[]) AND homonym IS NULL
 """
 
 SQL_WRITE = """
 WITH provenance AS (
-    INSERT INTO mentions (bank_id, unit_id, ordinal, mention, entity_id, decision, score, event_date)
-    SELECT $1 AS bank_id, p.unit_id, p.ordinal, p.mention, p.entity_id, p.decision, p.score, p.event_date
-      FROM unnest($2::uuid[], $3::int[], $4::text[], $5::uuid[], $6::text[], $7::float8[], $8::timestamptz[])
-           AS p (unit_id, ordinal, mention, entity_id, decision, score, event_date)
+    INSERT INTO mentions (bank_id, unit_id, ordinal, mention, entity_id, decision, score, event_date, attributes)
+    SELECT $1 AS bank_id, p.unit_id, p.ordinal, p.mention, p.entity_id, p.decision, p.score, p.event_date,
+           p.attributes::jsonb AS attributes
+      FROM unnest($2::uuid[], $3::int[], $4::text[], $5::uuid[], $6::text[], $7::float8[], $8::timestamptz[],
+                  $16::text[])
+           AS p (unit_id, ordinal, mention, entity_id, decision, score, event_date, attributes)
 ),
 
 queued AS (
@@ -63,9 +67,9 @@ def create_entities(plpy, bank_id: str, state: CallState) -> None:
                                 key=lambda e: (e.key, e.type or ""))
     dates = [state.first_dates[e.id][1] for e in ents]
     inserted = {r["id"] for r in db.run(
-        plpy, "create", SQL_CREATE, ["text", "uuid[]", "text[]", "text[]", "text[]", "timestamptz[]"],
+        plpy, "create", SQL_CREATE, ["text", "uuid[]", "text[]", "text[]", "text[]", "timestamptz[]", "boolean[]"],
         [bank_id, [e.id for e in ents], [e.name for e in ents], [e.kind for e in ents],
-         [e.type for e in ents], dates])}
+         [e.type for e in ents], dates, [e.homonym for e in ents]])}
     lost = [e for e in ents if e.id not in inserted]
     if not lost:
         return
@@ -82,12 +86,13 @@ def write(plpy, bank_id: str, state: CallState) -> None:
     links = state.links
     db.run(plpy, "write", SQL_WRITE,
            ["text", "uuid[]", "int[]", "text[]", "uuid[]", "text[]", "float8[]", "timestamptz[]",
-            "uuid[]", "bigint[]", "timestamptz[]", "timestamptz[]", "uuid[]", "uuid[]", "timestamptz[]"],
+            "uuid[]", "bigint[]", "timestamptz[]", "timestamptz[]", "uuid[]", "uuid[]", "timestamptz[]", "text[]"],
            [bank_id,
             [r[0] for r in prov], [r[1] for r in prov], [r[2] for r in prov], [r[3] for r in prov],
             [r[4] for r in prov], [r[5] for r in prov], [r[6] for r in prov],
             ids, [c[0] for c in counts], [c[2] for c in counts], [c[4] for c in counts],
-            [u for u, _, _ in links], [e for _, e, _ in links], [d for _, _, d in links]])
+            [u for u, _, _ in links], [e for _, e, _ in links], [d for _, _, d in links],
+            [r[7] for r in prov]])
 
 
 def persist(plpy, bank_id: str, state: CallState) -> Optional[Exception]:

@@ -17,6 +17,7 @@ import dataclasses
 import uuid
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
+import attributes
 import banks
 import candidates
 import context
@@ -28,6 +29,7 @@ import mentions as mentions_mod
 import names as names_mod
 import probe
 import record
+import scoring
 import screen
 import trigrams
 from callstate import CallState
@@ -40,6 +42,10 @@ from settings import TYPED_MENTIONS, lever
 # Decision codes of provenance (mentions.decision) and of lookup_mention.
 RESOLVED, CREATED, LITERAL, LABEL, ALIAS = "resolved", "created", "literal", "label", "alias"
 MEMORY = "memory"   # alias memory (memory.py): a form the bank resolved with confidence
+# Attributes (attributes.py): an identifying value one entity holds; or
+# identifying values pointing at several entities (or at one a distinguishing
+# value rules out), or homonyms nothing told apart, placed by the rule.
+IDENTIFIER, AMBIGUOUS = "identifier", "ambiguous"
 NEW = "new"  # lookup_mention: no entity yet; resolving would create one
 
 # A lost race (an entity deleted between probe and write) is decided again,
@@ -78,6 +84,7 @@ class Fact(NamedTuple):
         for it in items:
             it["text_argument"] += self.where
             it["date_argument"] += self.where
+            it["attributes_argument"] += self.where
         return self._replace(items=items, elements=None)
 
 
@@ -143,7 +150,8 @@ def mention_type(folded: Folded, exact: Dict[int, str], i: int) -> Optional[str]
     return None if exact.get(i) == LABEL else folded.types[i]
 
 
-def _compatible(etype: Optional[str], wanted: Optional[str]) -> bool:
+def compatible(etype: Optional[str], wanted: Optional[str]) -> bool:
+    """An entity of type ``etype`` may be what a mention of type ``wanted`` names (untyped fits any)."""
     return wanted is None or etype is None or etype == wanted
 
 
@@ -161,18 +169,20 @@ class Call(NamedTuple):
     folded: Folded
     exact: Dict[int, str]
     regular: frozenset
+    # attribute name -> kind (attributes.kinds); empty when the profile reads none (reference)
+    kinds: Dict[str, str] = {}
 
 
 def direct(call: Call, i: int, view: View, state: CallState) -> Optional[Outcome]:
     """An alias or a remembered form: the entity, without scoring."""
     key, wanted = call.folded.keys[i], mention_type(call.folded, call.exact, i)
     hit = probe.alias_hit(view.hits, key)
-    if hit is not None and _compatible(hit.type, wanted):
+    if hit is not None and compatible(hit.type, wanted) and not ruled_out(call, i, [hit.id], view, state):
         return Outcome(hit.id, hit.name, False, None, ALIAS, hit.key)
     if i not in call.regular:
         return None
     found = memory.remembered(key, wanted, view.hits, state, call.cfg)
-    if found is not None:
+    if found is not None and not ruled_out(call, i, [found[0]], view, state):
         return Outcome(found[0], found[1], False, None, MEMORY, found[2])
     return None
 
@@ -183,8 +193,9 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     settled: Dict[int, Outcome] = {}
     screened: Dict[int, List[Any]] = {}
     survivors, near, live_shared = [], set(), []
+    ruled: Dict[int, Dict[str, List[str]]] = {}
     for i in folded.items_of(fact_index):
-        found = direct(call, i, view, state)
+        found = by_identifier(call, i, view, state) or direct(call, i, view, state)
         if found is not None:
             settled[i] = found
             continue
@@ -192,7 +203,9 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
             continue
         key = folded.keys[i]
         rows, live = [], False
-        for c, skipped in screen.screen(key, candidates.for_mention(key, view, state, cfg), cfg, True,
+        # A distinguishing attribute may rule the identical name out: every candidate is screened then.
+        distinguishing = bool(given(call, i, attributes.DISTINGUISHING))
+        for c, skipped in screen.screen(key, candidates.for_mention(key, view, state, cfg), cfg, not distinguishing,
                                         mention_type(folded, call.exact, i), call.data):
             if skipped is None:
                 # A copy per fact: recency and partners are this fact's.
@@ -201,6 +214,8 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
                 live = True
             rows.append((c, skipped))
         screened[i] = rows
+        if distinguishing:
+            ruled[i] = ruled_out(call, i, [c.id for c, skipped in rows if skipped is None], view, state)
         if live and folded.nearby_given[i]:
             near.update(folded.nearby[i])
         elif live:
@@ -219,10 +234,21 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     decided = {}
     for i, rows in screened.items():
         evaluations, best = decide.decide(folded.keys[i], rows, folded.nearby[i],
-                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities)
+                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities, ruled.get(i))
+        _flag(i, evaluations, best, state)
         scores = [ev.score for ev in evaluations if ev.score is not None]
         decided[i] = (best, max(scores) if scores else None)
     return settled, decided
+
+
+def _flag(i: int, evaluations, best, state: CallState) -> None:
+    """What the attributes made of a decision: a homonym to create, or a rule's choice among homonyms."""
+    if best is None and any(ev.decision == scoring.ATTRIBUTE_CONFLICT and scoring.is_identical(ev.candidate)
+                            for ev in evaluations):
+        # Every entity of the name ruled out: another of that name.
+        state.homonyms.add(i)
+    elif best is not None and best.detail == decide.BY_RULE:
+        state.flags[i] = AMBIGUOUS
 
 
 def _others_of_fact(folded: Folded, fact_index: int, live: List[int]) -> Set[str]:
@@ -290,7 +316,8 @@ def settle_fact(call: Call, fact_index: int, settled: Dict[int, Outcome], decide
         else:
             unresolved.append(i)
     made = create.fixed(call.items, indexes, call.folded, fixed_new, state)
-    clustered = create.clusters(call.items, indexes, unresolved, call.folded, call.cfg, state)
+    clustered = create.clusters(call.items, indexes, unresolved, call.folded, call.cfg, state,
+                                state.homonyms & set(unresolved))
     for i in indexes:
         if i in outcomes:
             continue
@@ -308,8 +335,14 @@ def _record_fact(call: Call, fact_index: int, fact: Fact, outcomes: List[Outcome
     for n, (i, o) in enumerate(zip(indexes, outcomes)):
         state.meet(o.entity_id, o.key)
         state.record_mention(o.entity_id, folded.epochs[i], folded.dates[i])
+        said = folded.attributes_of(i)
         state.provenance.append((fact.unit_id, fact.first_ordinal + n, call.items[i]["text"], o.entity_id,
-                                 o.decision, o.score, folded.dates[i]))
+                                 o.decision, o.score, folded.dates[i], attributes.as_json(said)))
+        state.hold(o.entity_id, said, o.canonical_name, o.key)
+        if state.flags.get(i) == AMBIGUOUS and o.decision in (RESOLVED, CREATED, MEMORY):
+            # Attributes pointed at several entities: placed by name and context, and said so.
+            state.provenance[-1] = state.provenance[-1][:4] + (AMBIGUOUS,) + state.provenance[-1][5:]
+            outcomes[n] = o._replace(decision=AMBIGUOUS)
         if o.decision == RESOLVED and decided.get(i, (None,))[0] is not None:
             etype = decided[i][0].candidate.entity_type
             memory.learn(state, folded.keys[i], o.score, (o.entity_id, etype, o.canonical_name, o.key), call.cfg)
@@ -362,9 +395,13 @@ def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, wri
     types: Dict[str, Set[Optional[str]]] = {}
     for i in call.regular:
         types.setdefault(call.folded.keys[i], set()).add(mention_type(call.folded, call.exact, i))
+    wide = {call.folded.keys[i] for i in call.regular if given(call, i, attributes.DISTINGUISHING)}
+    identifying = [kv for i in call.regular for kv in given(call, i, attributes.IDENTIFYING).items()]
     for attempt in range(MAX_ATTEMPTS):
         view = candidates.read_view(plpy, bank, call.folded.keys, literal_keys, regular_keys, memory_keys,
-                                    call.cfg, call.data, types)
+                                    call.cfg, call.data, types, wide)
+        if identifying:
+            view = view._replace(holders=attributes.holders(plpy, bank.id, identifying))
         state = CallState(near)
         results = []
         for n, fact in enumerate(facts):
@@ -389,7 +426,65 @@ def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:
     folded = fold_facts(plpy, facts, default_event_date, candidates.probe_threshold(cfg),
                         lever(cfg, TYPED_MENTIONS))
     exact, regular = classify(items, folded.keys, bank, cfg)
-    return Call(plpy, bank, cfg, banks.name_data(plpy, cfg), items, folded, exact, frozenset(regular))
+    kinds = attributes.kinds(cfg) if cfg.get("profile") == "enhanced" else {}
+    return Call(plpy, bank, cfg, banks.name_data(plpy, cfg), items, folded, exact, frozenset(regular), kinds)
+
+
+def given(call: Call, i: int, kind: str) -> Dict[str, str]:
+    """A regular mention's attributes of one kind, as the profile reads them (none under reference)."""
+    if not call.kinds or i not in call.regular:
+        return {}
+    return attributes.of_kind(call.folded.attributes_of(i), call.kinds, kind)
+
+
+def ruled_out(call: Call, i: int, ids, view: View, state: CallState) -> Dict[str, List[str]]:
+    """The entities among ``ids`` a distinguishing attribute of the mention rules out, and on which attributes.
+
+    The bank's values of entities not yet read are read here (one statement
+    per fact that needs any), then the call's own are added (CallState).
+    """
+    mine = given(call, i, attributes.DISTINGUISHING)
+    if not mine:
+        return {}
+    unread = [e for e in ids if not state.is_new(e) and e not in state.bank_held]
+    if unread:
+        names = [n for n, k in call.kinds.items() if k == attributes.DISTINGUISHING]
+        state.bank_held.update(attributes.held(call.plpy, call.bank.id, unread, names))
+    out = {}
+    for e in ids:
+        names = attributes.conflicts(mine, state.values_of(e))
+        if names:
+            out[e] = names
+    return out
+
+
+def by_identifier(call: Call, i: int, view: View, state: CallState) -> Optional[Outcome]:
+    """The one entity holding an identifying value of the mention, unless an attribute rules it out.
+
+    Several entities holding them, or the one ruled out, flag the mention
+    ambiguous (state.flags): it is then placed by name and context, as
+    without identifiers, and provenance says so.
+    """
+    mine = given(call, i, attributes.IDENTIFYING)
+    if not mine:
+        return None
+    wanted = mention_type(call.folded, call.exact, i)
+    found: Dict[str, Tuple[str, str]] = {}
+    for name, value in sorted(mine.items()):
+        for r in (view.holders or {}).get((name, value), ()):
+            if r["entity_kind"] != "label" and compatible(r["entity_type"], wanted):
+                found[r["id"]] = (r["canonical_name"], r["key"])
+        for e in state.holders_of(name, value):
+            ent = state.by_id.get(e)
+            if ent is None or compatible(ent.type, wanted):
+                found[e] = state.held_as[e]
+    chosen, ambiguous = attributes.identified(found, lambda e: bool(ruled_out(call, i, [e], view, state)))
+    if ambiguous:
+        state.flags[i] = AMBIGUOUS
+    if chosen is None:
+        return None
+    name, key = found[chosen]
+    return Outcome(chosen, name, False, None, IDENTIFIER, key)
 
 
 def _call_neighbours(call: Call, facts: List[Fact]) -> Dict[str, List[Tuple[str, float]]]:
@@ -445,28 +540,35 @@ def resolve_mentions_sql(plpy, bank_id, mentions, event_date):
             for i, o in enumerate(outcomes)]
 
 
-def _single(mention, nearby, resolve, etype=None):
+def single_attributes(raw: Optional[str]) -> Optional[Dict[str, str]]:
+    """The ``attributes`` jsonb argument of a one-mention function (its text), checked as an element's."""
+    return mentions_mod.check_attributes(None if raw is None else mentions_mod.load_json(raw, "attributes"),
+                                         "attributes")
+
+
+def _single(mention, nearby, resolve, etype=None, attrs=None):
     check_text(mention, "mention")
     if resolve is None:
         raise InputError("must not be null", "resolve", "22004")
     check_type(etype, "mention_type")
-    it = item(mention, "mention", [x for x in (nearby or []) if x is not None], None, resolve, "mention", etype)
+    it = item(mention, "mention", [x for x in (nearby or []) if x is not None], None, resolve, "mention", etype,
+              single_attributes(attrs), "attributes")
     it["date_argument"] = "event_date"
     return it
 
 
-def resolve_mention_sql(plpy, bank_id, mention, nearby, event_date, resolve):
+def resolve_mention_sql(plpy, bank_id, mention, nearby, event_date, resolve, attrs=None):
     """resolve_mention: the one mention's row (a write: provenance and statistics)."""
     with banks.bank_id_first(plpy, bank_id):
-        it = _single(mention, nearby, resolve)
+        it = _single(mention, nearby, resolve, None, attrs)
     o = resolve_call(plpy, bank_id, [Fact(_call_unit(), [it])], event_date)[0][0]
     return [(o.entity_id, o.canonical_name, o.created, o.score)]
 
 
-def lookup_mention_sql(plpy, bank_id, mention, nearby, event_date, mention_type=None):
+def lookup_mention_sql(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs=None):
     """lookup_mention: what resolve_mention would decide, writing nothing."""
     with banks.bank_id_first(plpy, bank_id):
-        it = _single(mention, nearby, True, mention_type)
+        it = _single(mention, nearby, True, mention_type, attrs)
     o = resolve_call(plpy, bank_id, [Fact("", [it])], event_date, write=False)[0][0]
     if o.created:
         return [(None, None, o.score, NEW)]

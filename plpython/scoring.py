@@ -29,6 +29,7 @@ WORD_MISMATCH = "word_mismatch"      # failed the numbers rule or the word check
 TYPE_MISMATCH = "type_mismatch"      # a typed mention, an entity of another type
 AMBIGUOUS = "ambiguous"              # one of several the name fits; the context chose another or none
 NEEDS_CONTEXT = "needs_context"      # matched by an initial or a nickname only, without enough context
+ATTRIBUTE_CONFLICT = "attribute_conflict"  # holds another value of a distinguishing attribute (birth_date)
 
 # Scores and similarities are compared at this many decimals (see passes_threshold).
 PRECISION = 6
@@ -53,6 +54,9 @@ class Candidate:
     # org_suffix; None: equal words)
     form: Optional[str] = None
     how: Optional[str] = None
+    # Created as a homonym (entities.homonym): another entity of the bank
+    # holds its name and type first.
+    homonym: bool = False
 
 
 @dataclass

@@ -15,6 +15,7 @@ import math
 from typing import Any, Dict, Optional, Tuple
 
 from errors import InputError, type_name as _type_name
+from mentions import ATTRIBUTE_NAME, MAX_ATTRIBUTE_NAME_CHARS
 
 # The enhanced profile's levers (docs/accuracy.md), each a setting of its own:
 # code names a lever by its constant, and lever() refuses any other name, so a
@@ -60,6 +61,11 @@ DEFAULTS = {
     "name_variants_remove": [],
     "org_suffixes_add": [],
     "org_suffixes_remove": [],
+    # Attribute name -> "identifying", "distinguishing" or "ignored"
+    # (attributes.py). A bank's own object is laid over these defaults, not
+    # in their place. Read in the enhanced profile only.
+    "attribute_kinds": {"email": "identifying", "phone": "identifying", "url": "identifying",
+                        "handle": "identifying", "birth_date": "distinguishing"},
 }
 
 # At most this many entries in one of the name data settings, each of at most
@@ -68,6 +74,10 @@ MAX_NAME_DATA = 1000
 MAX_WORD_CHARS = 100
 
 PROFILES = ("reference", "enhanced")
+
+# attribute_kinds: at most this many names, each one of ATTRIBUTE_KINDS.
+MAX_ATTRIBUTE_KINDS = 100
+ATTRIBUTE_KINDS = ("identifying", "distinguishing", "ignored")
 
 # key -> (kind, low, high, low_inclusive). Each range says what a value means:
 # weights, the threshold and trigram similarities are fractions of 1.
@@ -97,6 +107,7 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "name_variants_remove": ("pairs", 0, MAX_NAME_DATA, True),
     "org_suffixes_add": ("words", 0, MAX_NAME_DATA, True),
     "org_suffixes_remove": ("words", 0, MAX_NAME_DATA, True),
+    "attribute_kinds": ("kinds", 0, MAX_ATTRIBUTE_KINDS, True),
 }
 
 
@@ -145,6 +156,8 @@ def _check(key: str, value: Any, argument: str):
         return value
     if kind in ("pairs", "words"):
         return _name_data(key, kind, value, argument)
+    if kind == "kinds":
+        return _attribute_kinds(key, value, argument)
     if kind == "bool":
         if not isinstance(value, bool):
             raise InputError('"%s" must be true or false, got %s %s'
@@ -195,6 +208,24 @@ def _name_data(key: str, kind: str, value: Any, argument: str) -> list:
     return out
 
 
+def _attribute_kinds(key: str, value: Any, argument: str) -> dict:
+    """attribute_kinds: an object of attribute names (as mentions name them) to one of ATTRIBUTE_KINDS."""
+    if not isinstance(value, dict):
+        raise InputError('"%s" must be an object of attribute names to kinds, got %s %s'
+                         % (key, _type_name(value), _show(value)), argument)
+    if len(value) > MAX_ATTRIBUTE_KINDS:
+        raise InputError('"%s" has %d entries; at most %d' % (key, len(value), MAX_ATTRIBUTE_KINDS), argument)
+    for name, kind in value.items():
+        if not ATTRIBUTE_NAME.match(name) or len(name) > MAX_ATTRIBUTE_NAME_CHARS:
+            raise InputError('"%s": attribute name %s must be a lowercase identifier (a-z, 0-9, _; at most %d '
+                             'characters)' % (key, _show(name), MAX_ATTRIBUTE_NAME_CHARS), argument)
+        if kind not in ATTRIBUTE_KINDS:
+            raise InputError('"%s": the kind of "%s" must be one of %s, got %s %s'
+                             % (key, name, ", ".join('"%s"' % k for k in ATTRIBUTE_KINDS), _type_name(kind),
+                                _show(kind)), argument)
+    return dict(value)
+
+
 def _unknown(what: str, name: Any, known, argument: str) -> InputError:
     """The error for a name that is not one of ``known``, with the closest one as a hint."""
     hint = difflib.get_close_matches(str(name), list(known), n=1)
@@ -221,6 +252,8 @@ def effective_settings(overrides: Optional[Dict[str, Any]] = None) -> Dict[str, 
     settings = dict(DEFAULTS)
     if overrides is not None:
         settings.update(validate_settings(overrides))
+        # One attribute's kind set leaves the others' defaults in place.
+        settings["attribute_kinds"] = {**DEFAULTS["attribute_kinds"], **settings["attribute_kinds"]}
     return settings
 
 

@@ -52,10 +52,10 @@ _MAPS: Dict[str, "NameMap"] = {}
 
 # The bank's regular names in the probe's tie order (rank), at most $2.
 SQL_SMALL_BANK = """
-SELECT b.key, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id,
+SELECT b.key, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id, b.homonym,
        row_number() OVER (ORDER BY b.key ASC, coalesce(b.entity_type, '') ASC, b.id ASC) AS rank
   FROM (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS key,
-               extract(EPOCH FROM e.last_seen)::float8 AS last_seen
+               extract(EPOCH FROM e.last_seen)::float8 AS last_seen, e.homonym IS NOT NULL AS homonym
           FROM entities AS e
          WHERE e.bank_id = $1 AND e.entity_kind <> 'label'
          ORDER BY lower(e.canonical_name) ASC, coalesce(e.entity_type, '') ASC, e.id ASC
@@ -151,7 +151,7 @@ class SmallBank:
             for sim, n in self.matches(key, 1.0 if identical_only else threshold)[:limit]:
                 r = self.rows[n]
                 by_key[key].append(Candidate(r["id"], r["key"], sim, datetime_of(r["last_seen"]),
-                                             entity_type=r["entity_type"]))
+                                             entity_type=r["entity_type"], homonym=r["homonym"]))
                 names[r["id"]] = r["canonical_name"]
         return by_key, names
 

@@ -59,7 +59,8 @@ CREATE OR REPLACE FUNCTION {{ schema }}.resolve_mention(
     mention text,
     nearby text[] DEFAULT '{}',
     event_date timestamptz DEFAULT now(),
-    resolve boolean DEFAULT TRUE
+    resolve boolean DEFAULT TRUE,
+    attributes jsonb DEFAULT NULL
 )
 RETURNS TABLE (
     entity_id uuid,
@@ -75,17 +76,19 @@ SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ resolve.resolve_mention_sql $$;
 
-COMMENT ON FUNCTION {{ schema }}.resolve_mention(text, text, text[], timestamptz, boolean) IS
+COMMENT ON FUNCTION {{ schema }}.resolve_mention(text, text, text[], timestamptz, boolean, jsonb) IS
 'Resolve one mention to an existing entity (name 0.5, co-occurrence 0.3, recency 0.2; threshold 0.6) or create '
-'one. resolve = false: exact case-insensitive match or a new entity spelled as given. A write: it records '
-'provenance and counts the mention (lookup_mention only looks).';
+'one. resolve = false: exact case-insensitive match or a new entity spelled as given. attributes: what the '
+'mention says besides its name ({"email": ..., "birth_date": ...}). A write: it records provenance and counts '
+'the mention (lookup_mention only looks).';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.lookup_mention(
     bank_id text,
     mention text,
     nearby text[] DEFAULT '{}',
     event_date timestamptz DEFAULT now(),
-    mention_type text DEFAULT NULL
+    mention_type text DEFAULT NULL,
+    attributes jsonb DEFAULT NULL
 )
 RETURNS TABLE (
     entity_id uuid,
@@ -101,17 +104,19 @@ SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ resolve.lookup_mention_sql $$;
 
-COMMENT ON FUNCTION {{ schema }}.lookup_mention(text, text, text[], timestamptz, text) IS
-'Read-only look-up: the entity resolve_mention would choose (decision resolved, alias, memory or label), or NULL '
-'with decision new when it would create one. mention_type: the mention''s type (person, place, ...), as a '
-'mention element''s "type". Writes nothing: no entity, provenance or statistics.';
+COMMENT ON FUNCTION {{ schema }}.lookup_mention(text, text, text[], timestamptz, text, jsonb) IS
+'Read-only look-up: the entity resolve_mention would choose (decision resolved, alias, memory, label, identifier '
+'or ambiguous), or NULL with decision new when it would create one. mention_type and attributes: the mention''s '
+'type (person, place, ...) and attributes, as a mention element''s "type" and "attributes". Writes nothing: no '
+'entity, provenance or statistics.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.explain_mention(
     bank_id text,
     mention text,
     nearby text[] DEFAULT '{}',
     event_date timestamptz DEFAULT now(),
-    mention_type text DEFAULT NULL
+    mention_type text DEFAULT NULL,
+    attributes jsonb DEFAULT NULL
 )
 RETURNS TABLE (
     candidate_id uuid,
@@ -133,12 +138,12 @@ SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 AS $$ explain.explain $$;
 
-COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz, text) IS
+COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz, text, jsonb) IS
 'Show every candidate for a mention with its signals, score and decision (below_floor, word_mismatch, label_row, '
-'type_mismatch, below_threshold, ambiguous, needs_context, outscored, chosen; alias or memory for an exact '
-'hit). matched_form: the form of the mention that found the candidate (without legal forms, a nickname''s '
-'given name), NULL for the mention itself; lever: the enhanced profile''s lever that decided, if one did. '
-'Writes nothing; probes down to trigram similarity 0.15.';
+'type_mismatch, attribute_conflict, below_threshold, ambiguous, needs_context, outscored, chosen; alias, memory '
+'or identifier for an exact hit). matched_form: the form of the mention that found the candidate (without legal '
+'forms, a nickname''s given name), NULL for the mention itself; lever: the enhanced profile''s lever that '
+'decided, if one did (attributes, homonyms among them). Writes nothing; probes down to trigram similarity 0.15.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.fold_name(name text)
 RETURNS text

@@ -45,7 +45,7 @@ IMMUTABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
-    SELECT _redecidable.decision IN ('resolved', 'created', 'memory')
+    SELECT _redecidable.decision IN ('resolved', 'created', 'memory', 'identifier', 'ambiguous')
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._redecidable(text) IS

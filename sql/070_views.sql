@@ -92,3 +92,34 @@ COMMENT ON COLUMN {{ schema }}.entity_neighbors.cooccurrence_count IS
 'Number of facts that mentioned both (applied so far).';
 COMMENT ON COLUMN {{ schema }}.entity_neighbors.last_cooccurred IS
 'Latest event date of a fact that mentioned both.';
+
+-- What the bank knows of each entity besides its names: the attributes its
+-- mentions carried (normalised), derived from the provenance. Merge, split,
+-- forget, undo and re-resolution move or delete provenance rows, so this
+-- follows them with no rule of its own (migration 0018).
+--   SELECT * FROM entity_resolver.entity_attributes WHERE bank_id = 'team' AND attribute = 'email';
+CREATE OR REPLACE VIEW {{ schema }}.entity_attributes
+WITH (security_invoker = TRUE) AS
+SELECT
+    m.bank_id,
+    m.entity_id,
+    a.key AS attribute,
+    a.value,
+    min(m.event_date) AS first_seen,
+    max(m.event_date) AS last_seen,
+    count(*) AS mentions
+FROM {{ schema }}.mentions AS m
+CROSS JOIN LATERAL jsonb_each_text(m.attributes) AS a (key, value)
+WHERE m.attributes IS NOT NULL
+GROUP BY m.bank_id, m.entity_id, a.key, a.value;
+
+COMMENT ON VIEW {{ schema }}.entity_attributes IS
+'One row per entity, attribute and value its mentions carried (normalised): first and last seen, how many mentions.';
+COMMENT ON COLUMN {{ schema }}.entity_attributes.bank_id IS 'Owning bank.';
+COMMENT ON COLUMN {{ schema }}.entity_attributes.entity_id IS 'The entity (its name: entity_overview).';
+COMMENT ON COLUMN {{ schema }}.entity_attributes.attribute IS 'The attribute''s name (birth_date, email, ...).';
+COMMENT ON COLUMN {{ schema }}.entity_attributes.value IS
+'The value, normalised (email lowercased, phone digits only, dates ISO).';
+COMMENT ON COLUMN {{ schema }}.entity_attributes.first_seen IS 'Earliest event date of a mention that carried it.';
+COMMENT ON COLUMN {{ schema }}.entity_attributes.last_seen IS 'Latest event date of a mention that carried it.';
+COMMENT ON COLUMN {{ schema }}.entity_attributes.mentions IS 'How many of its mentions carried it.';

@@ -9,7 +9,7 @@ COMMENT ON INDEX {{ schema }}.banks_pkey IS
 COMMENT ON INDEX {{ schema }}.entities_pkey IS
 'An entity by bank and id (what links, mentions and pairs refer to).';
 COMMENT ON INDEX {{ schema }}.entities_bank_folded_name_key IS
-'Names unique per bank and type after lower() (folded()); the resolver''s exact-name look-ups, one key a descent.';
+'Names unique per bank and type after lower() (folded()), homonyms apart; the resolver''s exact-name look-ups.';
 COMMENT ON INDEX {{ schema }}.entities_name_trgm_idx IS
 'The candidate probe: a bank''s regular names similar to a key (pg_trgm; the bank is a column of the index, '
 'so other banks'' rows are not fetched; no pending list).';
@@ -39,6 +39,10 @@ COMMENT ON INDEX {{ schema }}.mentions_entity_idx IS
 'An entity''s mentions by event date: the statistics rebuilt from the record (count, first and last seen).';
 COMMENT ON INDEX {{ schema }}.mentions_memory_idx IS
 'The resolved mentions of a form (folded()): the memory of confidently resolved forms, read from the provenance.';
+COMMENT ON INDEX {{ schema }}.mentions_attributes_idx IS
+'The entities holding an identifying attribute value (mentions.attributes @> {"email": ...}).';
+COMMENT ON INDEX {{ schema }}.mentions_attributed_idx IS
+'The provenance rows of an entity that carry attributes (a candidate''s distinguishing values).';
 
 COMMENT ON INDEX {{ schema }}.entity_forwards_pkey IS
 'Where a merged-away id went: current_entity and the corrections follow it.';

@@ -219,11 +219,16 @@ class Mention:
     event_date: When = None
     resolve: bool = True
     type: Optional[str] = None  # person, organization, place, ... (case-folded by the database)
+    # What the mention says besides its name: {"email": ..., "birth_date": ...}
+    # (identifying or distinguishing per bank; normalised by the database).
+    attributes: Optional[Mapping[str, str]] = None
 
     def as_json(self) -> Any:
         out: Dict[str, Any] = {"text": self.text}
         if self.type is not None:
             out["type"] = self.type
+        if self.attributes:
+            out["attributes"] = dict(self.attributes)
         if self.nearby is not None:
             out["nearby"] = list(self.nearby)
         if self.event_date is not None:
@@ -255,6 +260,11 @@ def _mention_json(m: MentionLike) -> Any:
             out["event_date"] = out["event_date"].isoformat()
         return out
     raise TypeError(f"a mention is a str, a Mention or a mapping, not {type(m).__name__}")
+
+
+def _attributes(value: Optional[Mapping[str, str]]) -> Optional[Jsonb]:
+    """A mention's attributes as the one-mention functions take them (jsonb; NULL for none)."""
+    return None if value is None else Jsonb(dict(value))
 
 
 def _unit_id(value: Union[uuid.UUID, str]) -> uuid.UUID:
@@ -332,12 +342,13 @@ class Client:
 
     # -- resolution -----------------------------------------------------------
     def resolve(self, bank_id: str, mention: str, nearby: Iterable[str] = (),
-                event_date: When = None, resolve: bool = True) -> Resolution:
+                event_date: When = None, resolve: bool = True,
+                attributes: Optional[Mapping[str, str]] = None) -> Resolution:
         """Resolve one mention (creating the entity if needed); resolve_mention."""
         row = self._rows(
             "SELECT entity_id, canonical_name, created, score FROM {s}.resolve_mention("
-            "%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s)",
-            (bank_id, mention, list(nearby), _when(event_date), resolve),
+            "%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s, %s)",
+            (bank_id, mention, list(nearby), _when(event_date), resolve, _attributes(attributes)),
         )[0]
         return Resolution(mention, row[0], row[1], row[2], row[3])
 
@@ -355,23 +366,24 @@ class Client:
         return [Resolution(r[1], r[2], r[3], r[4], r[5], r[0]) for r in rows]
 
     def explain(self, bank_id: str, mention: str, nearby: Iterable[str] = (),
-                event_date: When = None, mention_type: Optional[str] = None) -> List[Explanation]:
+                event_date: When = None, mention_type: Optional[str] = None,
+                attributes: Optional[Mapping[str, str]] = None) -> List[Explanation]:
         """Every candidate for a mention with its signals and decision; writes nothing."""
         rows = self._rows(
             "SELECT candidate_id, canonical_name, trigram_similarity, tokens_compatible,"
             " name_similarity, cooccurrence, recency, score, decision, matched_form, lever"
-            " FROM {s}.explain_mention(%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s)",
-            (bank_id, mention, list(nearby), _when(event_date), mention_type),
+            " FROM {s}.explain_mention(%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s, %s)",
+            (bank_id, mention, list(nearby), _when(event_date), mention_type, _attributes(attributes)),
         )
         return [Explanation(*r) for r in rows]
 
     def lookup(self, bank_id: str, mention: str, nearby: Iterable[str] = (), event_date: When = None,
-               mention_type: Optional[str] = None) -> Lookup:
+               mention_type: Optional[str] = None, attributes: Optional[Mapping[str, str]] = None) -> Lookup:
         """The entity resolve would choose for a mention, or a new one (decision ``new``); writes nothing."""
         row = self._rows(
             "SELECT entity_id, canonical_name, score, decision FROM {s}.lookup_mention("
-            "%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s)",
-            (bank_id, mention, list(nearby), _when(event_date), mention_type),
+            "%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s, %s)",
+            (bank_id, mention, list(nearby), _when(event_date), mention_type, _attributes(attributes)),
         )[0]
         return Lookup(mention, *row)
 

@@ -131,7 +131,7 @@ def _server_errors() -> ModuleType:
 @lru_cache(maxsize=None)
 def server_settings() -> ModuleType:
     """The server's settings, plpython/settings.py: a bank's limits are its overrides over these defaults."""
-    return _load_server_module("settings", {"errors": _server_errors()})
+    return _load_server_module("settings", {"errors": _server_errors(), "mentions": server_parser()})
 
 
 # -- errors ---------------------------------------------------------------------------

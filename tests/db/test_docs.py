@@ -122,6 +122,8 @@ def test_the_settings_table_lists_every_setting_with_its_default(conn, page):
             assert effective[key] is (default == "true"), key
         elif default == "[]":
             assert effective[key] == [], key
+        elif default.startswith("{"):
+            assert effective[key] == json.loads(default), key
         elif re.fullmatch(r"[a-z]+", default):
             assert effective[key] == default, key
         else:
@@ -147,6 +149,16 @@ def test_the_settings_table_gives_each_range_exactly(conn, page):
                 assert _configure(conn, key, choice) == choice, (page, key)
             with pytest.raises(psycopg.errors.InvalidParameterValue, match=key):
                 _configure(conn, key, "none of them")
+            continue
+        kinds = re.fullmatch(r"≤ (\d+) kinds", bounds)
+        if kinds:
+            most = int(kinds.group(1))
+            wanted = {f"a{n}": "ignored" for n in range(most)}
+            assert _configure(conn, key, wanted) == {**_configure(conn, key, {}), **wanted}, (page, key)
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=key):
+                _configure(conn, key, {**wanted, "one_more": "ignored"})
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=key):
+                _configure(conn, key, {"email": "unique"})
             continue
         listed = re.fullmatch(r"≤ (\d+) (pairs|names)", bounds)
         if listed:

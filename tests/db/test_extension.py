@@ -138,7 +138,7 @@ def test_create_extension_gives_the_catalog_of_the_python_installer(extension_fi
     assert members == installed_objects(ext)
     assert {"schema entity_resolver", "schema entity_resolver_internal",
             "table entity_resolver.facts", "function entity_resolver.resolve_mention"
-            "(text,text,text[],timestamp with time zone,boolean)"} <= members
+            "(text,text,text[],timestamp with time zone,boolean,jsonb)"} <= members
     assert config_dump_marks(ext) == {name: "" for name in CONFIG_DUMPED}
     assert extension_version(ext) == VERSION
     assert extension_version(inst) is None and extension_members(inst) == set()
@@ -246,7 +246,7 @@ def test_installer_upgrading_a_0_1_0_installation_equals_a_fresh_install_and_kee
     before = entity_state(old)
 
     report = install(old)
-    assert report.applied_migrations == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+    assert report.applied_migrations == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
     fresh = new_db()
     install(fresh)
     assert_same_catalog(old, fresh, ("0.1.0 upgraded", "fresh"))

@@ -69,10 +69,11 @@ def test_install_creates_the_spec_tables_with_their_columns(empty_db):
         "bank_id": "text", "id": "uuid", "canonical_name": "text", "entity_kind": "text",
         "mention_count": "bigint", "first_seen": "timestamp with time zone",
         "last_seen": "timestamp with time zone", "metadata": "jsonb",
-        "curated": "boolean", "entity_type": "text",
+        "curated": "boolean", "entity_type": "text", "homonym": "uuid",
     }
     assert set(columns(conn, "entity_resolver", "mentions")) == {
-        "bank_id", "unit_id", "ordinal", "mention", "entity_id", "decision", "score", "event_date", "decided_at"}
+        "bank_id", "unit_id", "ordinal", "mention", "entity_id", "decision", "score", "event_date", "decided_at",
+        "attributes"}
     assert set(columns(conn, "entity_resolver", "entity_cooccurrences")) == {
         "bank_id", "entity_id_1", "entity_id_2", "cooccurrence_count", "last_cooccurred"}
     assert {"bank_id", "unit_id", "entity_id"} <= set(columns(conn, "entity_resolver", "unit_entities"))
@@ -104,10 +105,11 @@ def test_unique_lower_name_pair_check_and_trigram_index_exist(empty_db):
     unique = [d for d in indexes.values() if "UNIQUE" in d and "(canonical_name)" in d]
     # one name per bank and type (an untyped entity is its own type), after
     # folded() (lower() itself, LEAKPROOF: migration 0013), which also serves
-    # every look-up by name
+    # every look-up by name; a homonym (migration 0018) holds its own id in
+    # the last column, every other entity the same zero uuid
     assert unique == [indexes["entities_bank_folded_name_key"]]
-    assert ("(bank_id, entity_resolver_internal.folded(canonical_name), COALESCE(entity_type, ''::text))"
-            in unique[0])
+    assert ("(bank_id, entity_resolver_internal.folded(canonical_name), COALESCE(entity_type, ''::text), "
+            "COALESCE(homonym, '00000000-0000-0000-0000-000000000000'::uuid))" in unique[0])
     assert "UNIQUE" in indexes["entity_aliases_bank_folded_alias_key"]
     assert "(bank_id, entity_resolver_internal.folded(alias))" in indexes["entity_aliases_bank_folded_alias_key"]
     assert not any("lower(" in d for d in indexes.values())

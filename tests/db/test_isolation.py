@@ -15,8 +15,10 @@ from psycopg import sql
 from shared import INTERNAL as IN, SCHEMA as ER
 
 FACTS = {
-    "A": [["Alex Morgan", "Acme", "renewal"], ["Alex Morgan", "Sprint 14"]],
-    "B": [["Bea Lindqvist", "Borealis", "renewal"], ["Borealis", "Oslo"]],
+    "A": [["Alex Morgan", "Acme", "renewal"],
+          [{"text": "Alex Morgan", "attributes": {"email": "alex@acme.example"}}, "Sprint 14"]],
+    "B": [[{"text": "Bea Lindqvist", "attributes": {"email": "bea@borealis.example"}}, "Borealis", "renewal"],
+          ["Borealis", "Oslo"]],
 }
 
 
@@ -135,7 +137,7 @@ def test_a_bank_user_cannot_reach_another_bank_through_any_function(banks, roles
         a.execute(f"SELECT * FROM {ER}.entity_facts('B', %s)", (b_entity,))
     assert a.execute(f"SELECT * FROM {ER}.flush_stats('B')").fetchall() == [(0, 0)]
     assert a.execute(f"SELECT * FROM {IN}._flush_queue('B', false)").fetchall() == [(0, 0)]
-    assert a.execute(f"SELECT * FROM {IN}.explain_mention_py('B', 'Borealis', '{{}}', now(), NULL)").fetchall() == []
+    assert a.execute(f"SELECT * FROM {IN}.explain_mention_py('B', 'Borealis', '{{}}', now(), NULL, NULL)").fetchall() == []
     a.execute(f"SELECT * FROM {ER}.flush_stats()")          # all banks = all *its* banks
     # Linking to B's entities, from B or from A, finds no such entity.
     for bank in ("B", "A"):
@@ -175,7 +177,8 @@ def test_a_bank_user_cannot_write_another_bank_through_any_table(banks, roles, c
         "review_dismissals": ("INSERT INTO {}.review_dismissals (bank_id, item, evidence)"
                               " VALUES ('B', 'likely_over_merge:y', 1)", ()),
     }
-    assert set(inserts) == set(bank_tables(banks)) - {"bank_roles", "entity_overview", "entity_neighbors"}
+    views = {"entity_overview", "entity_neighbors", "entity_attributes"}
+    assert set(inserts) == set(bank_tables(banks)) - {"bank_roles"} - views
     for table, (statement, params) in inserts.items():
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             a.execute(statement.format(ER), params)

@@ -102,7 +102,7 @@ SETTINGS_KEYS = ["name_weight", "cooccurrence_weight", "recency_weight", "thresh
                  "max_mentions_per_fact", "max_nearby_per_mention", "allow_undeclared_labels",
                  "profile", "bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity",
                  "alias_memory", "misspellings", "name_variants_add", "name_variants_remove", "org_suffixes_add",
-                 "org_suffixes_remove"]
+                 "org_suffixes_remove", "attribute_kinds"]
 SETTINGS = st.one_of(
     st.dictionaries(st.one_of(st.sampled_from(SETTINGS_KEYS), SHORT_TEXT), st.one_of(NUMBER, JSON), max_size=4),
     JSON,
@@ -231,7 +231,11 @@ def test_configure_bank_stores_valid_settings_or_refuses_cleanly(healthy, bank, 
     stored = healthy.execute(f"SELECT settings FROM {ER}.banks WHERE bank_id = %s", (bank,)).fetchone()[0]
     assert set(stored) == set(overrides)
     for key, value in stored.items():
-        assert effective[key] == value
+        if key == "attribute_kinds":
+            # laid over the default kinds, not in their place
+            assert effective[key] == {**effective[key], **value}
+        else:
+            assert effective[key] == value
 
 
 @PROPERTY

@@ -47,6 +47,7 @@ EXPECTED_TABLE_PRIVILEGES = {
     "schema_migrations": {"SELECT"},
     "entity_overview": {"SELECT"},
     "entity_neighbors": {"SELECT"},
+    "entity_attributes": {"SELECT"},
 }
 # What the curator role adds to a role that uses a bank (sql/999_grants.sql):
 # what the correction functions write, as their caller. Corrections are

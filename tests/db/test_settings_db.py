@@ -18,6 +18,8 @@ DEFAULTS = {
     "profile": "enhanced", "bare_names": True, "name_variants": True, "org_suffixes": True,
     "typed_mentions": True, "context_by_entity": True, "alias_memory": True, "misspellings": True,
     "name_variants_add": [], "name_variants_remove": [], "org_suffixes_add": [], "org_suffixes_remove": [],
+    "attribute_kinds": {"email": "identifying", "phone": "identifying", "url": "identifying",
+                        "handle": "identifying", "birth_date": "distinguishing"},
 }
 
 

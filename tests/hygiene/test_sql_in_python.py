@@ -53,7 +53,8 @@ def test_extracted_text_is_the_value_the_module_sends(module):
         for token, stand_in in extractor.TOKENS.items():
             value = value.replace(token, stand_in)
         assert re.sub(r"\d+", "0", text) == re.sub(r"\d+", "0", value), name
-        assert "@" not in text and "%d" not in text, name
+        # every catalog token replaced (an operator such as jsonb's @> stays)
+        assert not re.search(r"@[a-z_]+@", text) and "%d" not in text, name
 
 
 def test_the_by_alias_variants_differ_from_their_statements():
