@@ -17,7 +17,9 @@
 --      is subtracting the fact's own: the same numbers, without reading
 --      every unit of every entity;
 --   2. decide it: the resolver's own pipeline on the fact as stored (the
---      trigger's, plpython/reresolve.py), writing nothing;
+--      trigger's, plpython/reresolve.py), writing nothing; a name's trigram
+--      probe is read once per plan and kept for its later facts, less the
+--      entities gone since (no entity is created or renamed during a plan);
 --   3. move each mention whose entity changed (_reresolve_move), unless it is
 --      a fixed point; the facts after it see the move.
 -- Fixed points. Re-resolution never undoes an operator's merge, split, rename
@@ -71,6 +73,27 @@ SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ reresolve.decide_fact_sql $$;
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_fact(bank_id text, unit_id uuid, plan_id text, keep boolean)
+RETURNS TABLE (
+    ordinal integer,
+    entity_id uuid,
+    canonical_name text,
+    created boolean,
+    score float8,
+    decision text
+)
+LANGUAGE plpython3u
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
+AS $$ reresolve.decide_plan_fact_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_fact(text, uuid, text, boolean) IS
+'Internal (reresolve): _reresolve_fact within a plan (plan_id): a name''s trigram probe is read once per plan '
+'and kept (keep: the fact''s left-out removed no entity), then read again only for what is gone since.';
 
 COMMENT ON FUNCTION {{ internal }}._reresolve_fact(text, uuid) IS
 'Internal (reresolve): what the resolver decides now for each mention of a stored fact (the facts trigger''s '
@@ -172,7 +195,9 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_leave_out(text, uuid, uuid[]) IS
 'they made, the entities only it held; the caller rolls it back). Entities in unrecorded (NULL: all) are '
 'recounted from the record; otherwise the fact''s pairs are subtracted. Returns the removed ids.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide(bank_id text, unit_id uuid, unrecorded uuid[])
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide(
+    bank_id text, unit_id uuid, unrecorded uuid[], plan_id text
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
@@ -189,9 +214,16 @@ BEGIN
     -- went to. In a subtransaction rolled back: nothing of it stays.
     BEGIN
         result := jsonb_build_object('left_out', _reresolve_leave_out(b, u, _reresolve_decide.unrecorded));
-        result := result || jsonb_build_object('decided', (
-            SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]') FROM _reresolve_fact(b, u) AS d
-        ));
+        IF _reresolve_decide.plan_id IS NULL THEN
+            result := result || jsonb_build_object('decided', (
+                SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]') FROM _reresolve_fact(b, u) AS d
+            ));
+        ELSE
+            result := result || jsonb_build_object('decided', (
+                SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]')
+                FROM _reresolve_fact(b, u, _reresolve_decide.plan_id, result -> 'left_out' = '[]') AS d
+            ));
+        END IF;
         RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the fact left out is put back';
     EXCEPTION
         WHEN SQLSTATE 'ER900' THEN
@@ -201,9 +233,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid, uuid[]) IS
+COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid, uuid[], text) IS
 'Internal (reresolve): a stored fact decided again without its own contribution (_reresolve_leave_out, in a '
-'subtransaction rolled back): {decided, left_out}.';
+'subtransaction rolled back), with the probes of the plan plan_id (NULL: none): {decided, left_out}.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide(bank_id text, unit_id uuid)
 RETURNS jsonb
@@ -212,7 +244,7 @@ VOLATILE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
-    SELECT _reresolve_decide(_reresolve_decide.bank_id, _reresolve_decide.unit_id, NULL)
+    SELECT _reresolve_decide(_reresolve_decide.bank_id, _reresolve_decide.unit_id, NULL, NULL)
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid) IS
@@ -307,6 +339,7 @@ DECLARE
     n_decided bigint := 0;
     n_fixed bigint := 0;
     unrecorded uuid[];
+    plan_id text := gen_random_uuid()::text;
 BEGIN
     -- Every move, made in a subtransaction rolled back at the end: each fact
     -- is decided against the bank with the moves before it made.
@@ -346,7 +379,7 @@ BEGIN
                 CONTINUE WHEN ids IS NOT NULL AND m.entity_id <> ALL(ids);
                 n_decided := n_decided + 1;
                 IF decided IS NULL THEN
-                    decided := _reresolve_decide(b, u, unrecorded);
+                    decided := _reresolve_decide(b, u, unrecorded, plan_id);
                 END IF;
                 SELECT * INTO now_is
                 FROM jsonb_to_recordset(decided -> 'decided') AS d (ordinal integer, entity_id uuid,
