@@ -71,7 +71,8 @@ class View(NamedTuple):
 
 def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
               memory_keys: List[str], cfg, data: names_mod.NameData,
-              types: Optional[Dict[str, Set[Optional[str]]]] = None, wide: Set[str] = frozenset()) -> View:
+              types: Optional[Dict[str, Set[Optional[str]]]] = None, prober=None,
+              wide: Set[str] = frozenset()) -> View:
     """The exact look-up and the probe of a call: two statements (one more with queued dates, one more
     for a key whose identical names do not settle it). A small bank in a crowded table is read whole
     instead of probed through the index (small_bank.py): the same rows, from one statement.
@@ -80,9 +81,11 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     smith" finds "Robert Smith" as its form "robert smith", "acme inc" finds
     "Acme" as "acme" (a trigram probe per form would cost as much again as
     the probe of the keys). ``types``: the mention types each regular key
-    is resolved with (None: untyped only). ``wide``: keys never narrowed to
-    their identical names (a mention with a distinguishing attribute may
-    rule every one of them out).
+    is resolved with (None: untyped only). ``prober``: what answers the
+    probe instead of probe.candidates_and_identical, with its arguments and
+    results (reresolve's memo of a plan's probes, plpython/reresolve.py).
+    ``wide``: keys never narrowed to their identical names (a mention with a
+    distinguishing attribute may rule every one of them out).
     """
     forms = {k: split_forms(k, cfg, data) for k in regular_keys}
     exact = {f for fs in forms.values() for f in fs.exact}
@@ -100,7 +103,7 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
                             db.call_setting("table_rows"))
     if small is None:
-        by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, full, narrow, limit)
+        by_key, identical, names = (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, limit)
     else:
         by_key, names = small.candidates(full, limit, threshold)
         identical, identical_names = small.candidates(narrow, limit, threshold, identical_only=True)

@@ -354,20 +354,21 @@ def _record_fact(call: Call, fact_index: int, fact: Fact, outcomes: List[Outcome
 
 
 def resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, *, write: bool = True,
-                 argument: str = "bank_id", count_from_here: bool = True) -> List[List[Outcome]]:
+                 argument: str = "bank_id", count_from_here: bool = True, prober=None) -> List[List[Outcome]]:
     """Resolve the facts of a call in order; return each fact's outcomes (one per item, in order).
 
     ``count_from_here``: last_call_statements counts from this call (the
-    facts trigger counts its whole statement instead).
+    facts trigger counts its whole statement instead). ``prober``: see
+    candidates.read_view (a call that writes nothing only).
     """
     if count_from_here:
         db.start_call()
     with db.generic_plans(plpy):
-        return _resolve_call(plpy, bank_id, facts, default_event_date, write, argument)
+        return _resolve_call(plpy, bank_id, facts, default_event_date, write, argument, None if write else prober)
 
 
 def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, write: bool,
-                  argument: str) -> List[List[Outcome]]:
+                  argument: str, prober=None) -> List[List[Outcome]]:
     if not any(f.size() for f in facts):
         banks.check_bank(plpy, bank_id, argument)
         return [[] for _ in facts]
@@ -399,7 +400,7 @@ def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, wri
     identifying = [kv for i in call.regular for kv in given(call, i, attributes.IDENTIFYING).items()]
     for attempt in range(MAX_ATTEMPTS):
         view = candidates.read_view(plpy, bank, call.folded.keys, literal_keys, regular_keys, memory_keys,
-                                    call.cfg, call.data, types, wide)
+                                    call.cfg, call.data, types, prober, wide)
         if identifying:
             view = view._replace(holders=attributes.holders(plpy, bank.id, identifying))
         state = CallState(near)

@@ -236,7 +236,7 @@ COMMENT ON FUNCTION {{ schema }}.current_entity(text, uuid) IS
 'The entity an id stands for now: itself, the entity it was merged into, or NULL when it never existed or was '
 'forgotten.';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._recount(bank_id text, entity_ids uuid[], prune boolean)
+CREATE OR REPLACE FUNCTION {{ internal }}._recount_entities(bank_id text, entity_ids uuid[])
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
@@ -244,12 +244,12 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    b text := _recount.bank_id;
-    ids uuid[] := _recount.entity_ids;
+    b text := _recount_entities.bank_id;
+    ids uuid[] := _recount_entities.entity_ids;
 BEGIN
-    -- The numbers of these entities and of every pair with one of them,
-    -- derived from the record exactly as rebuild_stats derives them. Rows
-    -- already equal are not written.
+    -- The numbers of these entities (not their pairs), derived from the
+    -- record exactly as rebuild_stats derives them. Rows already equal are
+    -- not written.
     UPDATE entities AS e
     SET mention_count = d.n, first_seen = d.first_seen, last_seen = d.last_seen
     FROM (
@@ -269,6 +269,28 @@ BEGIN
             OR e.first_seen IS DISTINCT FROM d.first_seen
             OR e.last_seen IS DISTINCT FROM d.last_seen
         );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._recount_entities(text, uuid[]) IS
+'Internal: recompute the mention count, first and last seen of these entities from the record (as rebuild_stats), '
+'not their pairs.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._recount(bank_id text, entity_ids uuid[], prune boolean)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _recount.bank_id;
+    ids uuid[] := _recount.entity_ids;
+BEGIN
+    -- The numbers of these entities and of every pair with one of them,
+    -- derived from the record exactly as rebuild_stats derives them. Rows
+    -- already equal are not written.
+    PERFORM _recount_entities(b, ids);
 
     WITH units AS (
         SELECT DISTINCT ue.unit_id
