@@ -16,7 +16,7 @@ FILES = generate_corpora.generate()
 
 
 def facts(family, files=FILES):
-    return [json.loads(line) for line in files[f"{family}.jsonl"].splitlines()]
+    return [json.loads(line) for line in files[generate_corpora.corpus_file(family)].splitlines()]
 
 
 def people(family):
@@ -41,7 +41,7 @@ def test_the_generator_is_deterministic_and_the_committed_files_are_its_output()
     again = generate_corpora.generate()
     other = generate_corpora.generate(generate_corpora.SEED + 1)
     for family in HOMONYMS:
-        name = f"{family}.jsonl"
+        name = generate_corpora.corpus_file(family)
         assert again[name] == FILES[name]
         assert other[name] != FILES[name], "the seed must matter"
         assert (CORPORA / name).read_text(encoding="utf-8") == FILES[name]
