@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from entity_resolver.evaluate import as_predicted
+import json
+
+from entity_resolver.evaluate import _mentions_json, as_predicted
+from entity_resolver.importer import parse_fact
 
 
 def test_a_mention_predicted_to_an_existing_entity_must_be_linked_to_that_entity():
@@ -36,3 +39,11 @@ def test_two_predicted_creations_are_two_entities():
 
 def test_a_mention_left_unrecorded_is_a_mismatch():
     assert as_predicted([[("e1", False), ("e2", False)]], [["e1"]], {"e1", "e2"}) == [False]
+
+
+def test_eval_sends_each_mention_as_the_stream_gives_it_but_its_gold():
+    mention = {"text": "Jordan", "type": "person", "nearby": ["Payments API"],
+               "event_date": "2026-03-01T10:00:00Z", "gold": "p"}
+    line = {"fact_id": "f1", "bank_id": "team", "mentions": [mention, "Acme"]}
+    sent = json.loads(_mentions_json(parse_fact(json.dumps(line), 1)))
+    assert sent == [{k: v for k, v in mention.items() if k != "gold"}, "Acme"]
