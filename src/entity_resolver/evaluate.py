@@ -21,11 +21,16 @@ the same facts one at a time: in a savepoint rolled back afterwards, each fact
 of the statement is first resolved by ``resolve_mentions`` with exactly what
 the trigger will pass (its mentions, each with the fact's other mentions as
 nearby, its event date; the prediction) and then inserted alone, so the next
-prediction sees it. Canonical names are unique per bank after ``lower()``, so
-names compare across the rolled-back replay and the real one. A fact whose
-recorded entities differ from the prediction counts in ``trace_mismatches``
-(expected 0 at every batch size: a batch is a speed knob, never a different
-answer). ``replay="functions"`` instead calls ``resolve_mentions`` +
+prediction sees it; the trigger's links of that single-fact insert must be
+the prediction. Entities compare by id, never by name (two entities may share a
+canonical name: homonyms, typed homographs): a mention predicted to go to an
+entity that existed before the statement must be recorded against that very
+entity; one predicted to create an entity (in the rolled-back savepoint, under
+an id discarded with it) must be recorded against an entity the real statement
+created, the same one for every mention predicted to go there and for no other
+(``as_predicted``). A fact whose recorded entities differ from the prediction
+counts in ``trace_mismatches`` (expected 0 at every batch size: a batch is a
+speed knob, never a different answer). ``replay="functions"`` instead calls ``resolve_mentions`` +
 ``link_unit`` itself (same resolver code, no facts row, fact by fact).
 
 Scoring uses only mentions with gold. A mention's predicted cluster is its
@@ -211,6 +216,7 @@ class _Replay:
     mentions: int = 0
     trace_mismatches: int = 0
     mismatch_lines: List[int] = field(default_factory=list)
+    known: Dict[str, set] = field(default_factory=dict)     # eval bank -> ids of its entities so far
 
     def q(self, template: str) -> sql.Composed:
         return sql.SQL(template).format(s=self.schema)
@@ -268,18 +274,74 @@ def _text_of(m: Any) -> str:
     return m if isinstance(m, str) else m["text"]
 
 
-def _predict(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> List[List[str]]:
-    """The fact-by-fact reference: per fact, the lowered names resolve_mentions predicts (see above)."""
-    predicted = []
+def _predict(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> List[Tuple[List[Tuple[str, bool]], bool]]:
+    """The fact-by-fact reference (see above), per fact: (entity id, created) per mention, and
+    whether the trigger, given the fact alone, linked it as resolve_mentions predicted.
+
+    The ids are those of the rolled-back single-fact insert: the entities the
+    later facts of the statement find there (resolve_mentions' own id of an
+    entity it creates is rolled back with it)."""
+    seen = set(rp.known.setdefault(bank, set()))
+    out = []
     with rp.conn.transaction(force_rollback=True):
         for rec in recs:
             with rp.conn.transaction(force_rollback=True):
-                predicted.append([key for (key,) in rp.conn.execute(
-                    rp.q("SELECT lower(r.canonical_name) FROM {s}.resolve_mentions("
+                rows = [(ident, created) for ident, created in rp.conn.execute(
+                    rp.q("SELECT r.entity_id::text, r.created FROM {s}.resolve_mentions("
                          "%s, %s::jsonb, coalesce(%s::timestamptz, now())) AS r ORDER BY r.ord"),
-                    (bank, _mentions_json(rec), rec.event_date)).fetchall()])
+                    (bank, _mentions_json(rec), rec.event_date)).fetchall()]
             _insert(rp, [rec], bank)
-    return predicted
+            linked = [ident for ident, _ in _linked(rp, bank, [rec]).get(rec.unit_id, [])]
+            alone = as_predicted([rows], [linked], seen)[0]
+            out.append(([(ident, created) for ident, (_, created) in zip(linked, rows)], alone))
+            seen.update(linked)
+    return out
+
+
+def _linked(rp: _Replay, bank: str, recs: Sequence[FactRecord]) -> Dict[Any, List[Tuple[str, str]]]:
+    """Per fact (unit id): (entity id, canonical name) of each mention, in mention order."""
+    rows = rp.conn.execute(
+        rp.q("SELECT m.unit_id, e.id::text, e.canonical_name"
+             " FROM {s}.mentions AS m JOIN {s}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
+             " WHERE m.bank_id = %s AND m.unit_id = ANY(%s) ORDER BY m.unit_id, m.ordinal"),
+        (bank, [r.unit_id for r in recs])).fetchall()
+    out: Dict[Any, List[Tuple[str, str]]] = defaultdict(list)
+    for unit, ident, name in rows:
+        out[unit].append((ident, name))
+    return out
+
+
+def as_predicted(predicted: Sequence[Sequence[Tuple[str, bool]]], recorded: Sequence[Sequence[str]],
+                 existing: Iterable[str]) -> List[bool]:
+    """Per fact of one statement: were its mentions recorded against the entities the shadow predicted?
+
+    ``predicted``: per fact, (entity id, created) per mention from the rolled-back
+    fact-by-fact replay; ``recorded``: per fact, the entity id each mention was
+    linked to by the real statement; ``existing``: the ids of the bank's entities
+    before the statement. An entity the shadow found must be the very entity
+    recorded; one the shadow created has an id that was rolled back, so it must
+    stand for one entity the real statement created, the same for all its
+    mentions and no other's. Ids, not names: two entities may share a name.
+    """
+    before = set(existing)
+    twin: Dict[str, str] = {}          # shadow-created id -> the real statement's entity
+    taken: set = set()
+    out = []
+    for want, got in zip(predicted, recorded):
+        same = len(want) == len(got)
+        for (shadow, created), real in zip(want, got):
+            if shadow in twin:
+                same = same and twin[shadow] == real
+            elif created:
+                fresh = real not in before and real not in taken
+                same = same and fresh
+                if fresh:
+                    twin[shadow] = real
+                    taken.add(real)
+            else:
+                same = same and shadow == real
+        out.append(same)
+    return out
 
 
 def _insert(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> None:
@@ -297,22 +359,16 @@ def _replay_trigger(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> List[
     with rp.conn.transaction():
         predicted = _predict(rp, recs, bank)
         _insert(rp, recs, bank)
-        rows = rp.conn.execute(
-            rp.q("SELECT m.unit_id, m.ordinal, e.id::text, e.canonical_name, lower(e.canonical_name)"
-                 " FROM {s}.mentions AS m JOIN {s}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
-                 " WHERE m.bank_id = %s AND m.unit_id = ANY(%s) ORDER BY m.unit_id, m.ordinal"),
-            (bank, [r.unit_id for r in recs])).fetchall()
-    recorded: Dict[Any, List[Tuple[str, str, str]]] = defaultdict(list)
-    for unit, _, ident, name, key in rows:
-        recorded[unit].append((ident, name, key))
-    out = []
-    for rec, expected in zip(recs, predicted):
-        got = recorded.get(rec.unit_id, [])
-        if [key for _, _, key in got] != expected:
+        recorded = _linked(rp, bank, recs)
+    got = [recorded.get(rec.unit_id, []) for rec in recs]
+    known = rp.known.setdefault(bank, set())
+    verdicts = as_predicted([fact for fact, _ in predicted], [[ident for ident, _ in fact] for fact in got], known)
+    for rec, (_, alone), same in zip(recs, predicted, verdicts):
+        if not (alone and same):
             rp.trace_mismatches += 1
             rp.mismatch_lines.append(rec.line)
-        out.append([(ident, name) for ident, name, _ in got])
-    return out
+    known.update(ident for fact in got for ident, _ in fact)
+    return got
 
 
 def _replay_functions(rp: _Replay, recs: Sequence[FactRecord], bank: str) -> List[List[Tuple[str, str]]]:
@@ -390,6 +446,10 @@ def _eval_file(conn: psycopg.Connection, path: Path, schema: str, mode: str,
         # Normal use: each committed fact applies its statistics at commit.
         conn.execute("SET entity_resolver.flush_at_commit = on")
         _setup_banks(rp, stream_banks, config, run, profile, settings)
+        for eval_bank, ident in conn.execute(
+                rp.q("SELECT bank_id, id::text FROM {s}.entities WHERE bank_id = ANY(%s)"),
+                (list(rp.banks.values()),)).fetchall():
+            rp.known.setdefault(eval_bank, set()).add(ident)
         for chunk in batches(iter_facts(path), batch):
             rp.facts += len(chunk)
             rp.mentions += sum(len(rec.mentions) for rec in chunk)

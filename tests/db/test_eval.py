@@ -155,3 +155,29 @@ def test_committed_corpora_are_what_the_seeded_generator_produces():
 def test_the_functions_replay_is_fact_by_fact_only(conn, tiny):
     with pytest.raises(ValueError, match="batch"):
         run_eval(conn, tiny, replay="functions", batch=2)
+
+
+def write_facts(path, facts):
+    path.write_text("".join(json.dumps({"fact_id": f"f{n}", "bank_id": "team", "event_date": date,
+                                        "content": f"fact {n}", "mentions": mentions}) + "\n"
+                            for n, (date, mentions) in enumerate(facts, 1)), encoding="utf-8")
+    return path
+
+
+def test_eval_traces_two_entities_of_one_name_by_their_ids_at_any_batch_size(conn, tmp_path):
+    # A person and a place both called "Jordan": two entities of one canonical
+    # name, so the trace check (shadow call against trigger) cannot go by name.
+    stream = write_facts(tmp_path / "jordan.jsonl", [
+        ("2026-03-01T10:00:00Z", [{"text": "Jordan", "type": "person", "gold": "p"},
+                                  {"text": "Payments API", "gold": "api"}]),
+        ("2026-03-01T11:00:00Z", [{"text": "Jordan", "type": "place", "gold": "l"},
+                                  {"text": "Amman", "gold": "amman"}]),
+        ("2026-03-02T09:00:00Z", [{"text": "Jordan", "type": "place", "gold": "l"}, {"text": "Petra", "gold": "petra"}]),
+        ("2026-03-02T10:00:00Z", [{"text": "Jordan", "type": "person", "gold": "p"},
+                                  {"text": "Payments API", "gold": "api"}]),
+    ])
+    one, batched = run_eval(conn, stream), run_eval(conn, stream, batch=4)
+    for r in (one, batched):
+        assert r["trace_mismatches"] == 0
+        assert (r["wrong_merges"], r["fragmented"], r["entities"]) == (0, 0, 5)
+    assert one["bcubed"] == batched["bcubed"]
