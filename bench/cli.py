@@ -60,6 +60,9 @@ def bench(
     order: Annotated[bool, typer.Option("--order/--no-order", help="Also replay the corpora in order and in three "
                                         "shuffles, each followed by reresolve (bench/order.py; about 5 "
                                         "minutes).")] = True,
+    attributes: Annotated[bool, typer.Option("--attributes/--no-attributes", help="Also time the same batches "
+                                             "with and without mention attributes at 10,000 entities "
+                                             "(bench/attributes_speed.py; under a minute).")] = True,
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
                                         "workers on this machine (per-call delegation cost, facts/s); figures into "
                                         "docs/scaling.md. Needs Citus installed (make citus).")] = False,
@@ -99,7 +102,7 @@ def bench(
         extra["heldout_seeds"] = ()
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
                        writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
-                       reresolve_facts=reresolve_facts or None, order=order,
+                       reresolve_facts=reresolve_facts or None, order=order, attributes=attributes,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
     if as_json:
         _print_json(result)

@@ -711,16 +711,9 @@ FAMILIES: Dict[str, Callable[[random.Random], Stream]] = {
 BANK_CONFIG = {"labels": {"labels": {"entity_labels": LABELS_CONFIG}}}
 
 
-# Families whose mentions carry "attributes", which the server refuses (22023
-# unknown key) until issue 31's attributes land: written one folder down, where
-# `entity-resolver eval bench/corpora` (and the pinned figures) do not look.
-AWAITING_ATTRIBUTES = "awaiting_attributes"
-PENDING = {"homonym_dates", "homonym_emails"}
-
-
 def corpus_file(name: str) -> str:
     """The file of a family, relative to the corpora folder."""
-    return f"{AWAITING_ATTRIBUTES}/{name}.jsonl" if name in PENDING else f"{name}.jsonl"
+    return f"{name}.jsonl"
 
 
 def generate(seed: int = SEED) -> Dict[str, str]:

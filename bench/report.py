@@ -11,6 +11,7 @@ from bench.imports import markdown as imports_markdown
 from bench.pairs import markdown as pairs_markdown
 from bench.order import markdown as order_markdown
 from bench.per_fact import markdown as per_fact_markdown
+from bench.attributes_speed import markdown as attributes_markdown
 from bench.reresolve_speed import markdown as reresolve_markdown
 from bench.limits import markdown as limits_markdown
 from bench.names import HUBS
@@ -83,6 +84,10 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
     if rr and rr.get("seconds") is not None:
         out[f"reresolve dry run, {rr['entities']:,} entities, {rr['plan_facts']:,} facts (s)"] = {
             "target": "< 60", "value": rr["seconds"], "met": rr["seconds"] < 60}
+    at = result.get("attributes")
+    if at:
+        out[f"batch with mention attributes ÷ without, {at['entities']:,} entities"] = {
+            "target": "<= 1.2", "value": at["ratio_of_medians"], "met": at["ratio_of_medians"] <= 1.2}
     od = result.get("order")
     if od:
         fams = list(od["families"].values())
@@ -225,6 +230,8 @@ def markdown(result: Dict[str, Any]) -> str:
             lines += ["", per_fact_markdown(result[key])]
     if result.get("reresolve"):
         lines += ["", reresolve_markdown(result["reresolve"])]
+    if result.get("attributes"):
+        lines += [""] + attributes_markdown(result["attributes"])
     if result.get("order"):
         lines += ["", "## Order and re-resolution (same run)", "",
                   "Each corpus family replayed in order and in three seeded shuffles (whole facts: each keeps its "

@@ -51,6 +51,8 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    (``bench.reresolve_speed``: facts/s and where the time goes per fact), and
    replays the corpora in order and in three shuffles, each followed by
    ``reresolve`` (``bench.order``: accuracy and agreement before and after);
+7. times the same 58-mention batches with and without mention attributes at
+   10,000 entities (``bench.attributes_speed``);
 8. profiles the PL/Python side at one size (``bench.profiling``): time per
    SQL statement of the resolver, the rest (Python), and a cProfile ranking,
    through a temporary PL/Python function that calls the installed resolver
@@ -83,6 +85,7 @@ from bench.per_fact import measure_per_fact
 from bench.order import measure_order
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
+from bench.attributes_speed import measure_attributes
 from bench.reresolve_speed import measure_reresolve
 from bench.workloads import BATCH_MENTIONS, SCHEMA, SEED, build_bank, make_retain
 from bench.writers import FLUSH_EVERY, measure_writers_exact
@@ -132,7 +135,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               evaluation_out: Optional[Path] = Path("docs/evaluation.md"), seed: int = SEED, keep: bool = False,
               imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
               heldout_seeds: Sequence[int] = heldout.HELDOUT_SEEDS,
-              reresolve_facts: Optional[int] = 10_000, order: bool = True,
+              reresolve_facts: Optional[int] = 10_000, order: bool = True, attributes: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
@@ -144,7 +147,8 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
     replayed on alone against the reference (``bench.heldout``; empty skips it);
     ``reresolve_facts``: facts of the 10,000-entity bank whose ``reresolve``
     dry run is timed (None skips it); ``order``: the corpora in order and
-    shuffled, before and after ``reresolve`` (needs ``corpora``).
+    shuffled, before and after ``reresolve`` (needs ``corpora``); ``attributes``:
+    the batches with and without mention attributes (``bench.attributes_speed``).
     """
     say = progress or (lambda msg: None)
     started = time.monotonic()
@@ -226,6 +230,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                 result["sizes"][str(size)] = entry
         if reresolve_facts:
             result["reresolve"] = measure_reresolve(dsn, 10_000, reresolve_facts, seed=seed, progress=say)
+        if attributes:
+            say("attributes: the same batches with and without mention attributes, 10,000 entities")
+            result["attributes"] = measure_attributes(dsn, 10_000, batches=min(batches, 30), seed=seed)
         if neighbours:
             result["neighbours"] = measure_neighbours(dsn, others=neighbours, batches=min(batches, 20), seed=seed,
                                                       progress=say)

@@ -23,7 +23,7 @@ with the importer; this module is the server's.
 """
 
 import json
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 import db
 from errors import InputError
@@ -119,20 +119,50 @@ def normalise(plpy, items: List[Dict[str, Any]]) -> List[Optional[Dict[str, str]
     return out
 
 
+def normalise_one(plpy, values: Optional[Dict[str, str]], argument: str) -> Optional[Dict[str, str]]:
+    """One mention's attributes, normalised (a one-mention function's ``attributes`` argument)."""
+    return normalise(plpy, [{"attributes": values, "attributes_argument": argument}])[0]
+
+
 def of_kind(values: Optional[Dict[str, str]], cfg_kinds: Dict[str, str], kind: str) -> Dict[str, str]:
     """The attributes of one kind among a mention's normalised ones."""
     return {k: v for k, v in (values or {}).items() if kind_of(cfg_kinds, k) == kind}
 
 
-def conflicts(mention: Dict[str, str], held: Dict[str, Set[str]]) -> List[str]:
-    """The distinguishing attributes on which an entity holding ``held`` is ruled out for the mention.
+class Fit(NamedTuple):
+    """How an entity's distinguishing values meet the mention's: the attributes it conflicts and agrees on."""
+
+    conflicts: List[str]
+    agrees: List[str]
+
+
+def fit(mine: Dict[str, str], held: Dict[str, Set[str]]) -> Fit:
+    """How an entity holding ``held`` meets the mention's distinguishing values ``mine``.
 
     An entity conflicts on an attribute when it holds values of it and the
     mention's is not among them; one that holds none does not (nothing is
     known). An over-merged entity holding two birth dates conflicts with a
-    third only.
+    third only. It agrees when it holds the mention's value: among entities
+    of one name, the one born that day.
     """
-    return sorted(name for name, value in mention.items() if held.get(name) and value not in held[name])
+    return Fit(sorted(name for name, value in mine.items() if held.get(name) and value not in held[name]),
+               sorted(name for name, value in mine.items() if value in held.get(name, ())))
+
+
+def fits(mine: Dict[str, str], ids: Iterable[str],
+         values_of: Callable[[str], Dict[str, Set[str]]]) -> Dict[str, Fit]:
+    """The entities among ``ids`` that conflict or agree with the mention's distinguishing values, and how."""
+    out = {}
+    for e in ids:
+        f = fit(mine, values_of(e))
+        if f.conflicts or f.agrees:
+            out[e] = f
+    return out
+
+
+def ruled_out(found: Dict[str, Fit]) -> Dict[str, List[str]]:
+    """entity -> the attributes it conflicts on, for the entities a conflict rules out."""
+    return {e: f.conflicts for e, f in found.items() if f.conflicts}
 
 
 def identified(found: Iterable[str], ruled_out: Callable[[str], bool]) -> Tuple[Optional[str], bool]:

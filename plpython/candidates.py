@@ -10,7 +10,7 @@ found, merged per entity in probe order.
 """
 
 import dataclasses
-from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import db
 import memory
@@ -67,12 +67,15 @@ class View(NamedTuple):
     forms: Dict[str, Forms]                      # key -> its other forms (enhanced profile)
     # (attribute, value) -> the bank's entities holding an identifying value of the call (attributes.holders)
     holders: Optional[Dict[tuple, List[Dict[str, Any]]]] = None
+    # entity id -> attribute -> values: the distinguishing values of identical names read to settle a key
+    held: Optional[Dict[str, Dict[str, Set[str]]]] = None
 
 
 def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys: List[str],
               memory_keys: List[str], cfg, data: names_mod.NameData,
               types: Optional[Dict[str, Set[Optional[str]]]] = None, prober=None,
-              wide: Set[str] = frozenset()) -> View:
+              surviving: Optional[Callable[[Dict[str, List[Candidate]]], Tuple[Dict[str, List[List[Candidate]]],
+                                                                                 Dict]]] = None) -> View:
     """The exact look-up and the probe of a call: two statements (one more with queued dates, one more
     for a key whose identical names do not settle it). A small bank in a crowded table is read whole
     instead of probed through the index (small_bank.py): the same rows, from one statement.
@@ -84,8 +87,12 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     is resolved with (None: untyped only). ``prober``: what answers the
     probe instead of probe.candidates_and_identical, with its arguments and
     results (reresolve's memo of a plan's probes, plpython/reresolve.py).
-    ``wide``: keys never narrowed to their identical names (a mention with a
-    distinguishing attribute may rule every one of them out).
+    ``surviving``: given the identical names found per key, the ones each
+    mention with a distinguishing attribute leaves (attributes.fit), per key,
+    and the values it read (View.held). A key is settled by its identical
+    names only when what every mention leaves settles it; else it is probed
+    in full (a near spelling may be the one when every Maria Schmidt the
+    bank knows was born another day).
     """
     forms = {k: split_forms(k, cfg, data) for k in regular_keys}
     exact = {f for fs in forms.values() for f in fs.exact}
@@ -97,7 +104,7 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     fuzzy = [k for k in regular_keys if probe.alias_hit(hits, k) is None]
     probed_forms = {f for k in fuzzy for f in forms[k].probed}
     narrow = [] if bank.isolated and not db.leakproof_probe(plpy) else _narrow_keys(
-        [k for k in fuzzy if k not in wide], forms, probed_forms, hits, cfg)
+        fuzzy, forms, probed_forms, hits, cfg)
     full = sorted((set(fuzzy) - set(narrow)) | probed_forms)
     limit, threshold = cfg["max_candidates"], probe_threshold(cfg)
     small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
@@ -108,14 +115,17 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
         by_key, names = small.candidates(full, limit, threshold)
         identical, identical_names = small.candidates(narrow, limit, threshold, identical_only=True)
         names.update(identical_names)
+    left, held = surviving(identical) if surviving is not None and identical else ({}, {})
     unsettled = []
     for k, rows in identical.items():
-        if all(screen.settled_by_identical(k, rows, cfg, t, data) for t in (types or {}).get(k) or {None}):
+        if all(screen.settled_by_identical(k, some, cfg, t, data)
+               for some in [rows] + left.get(k, []) for t in (types or {}).get(k) or {None}):
             by_key[k] = rows
         else:
             unsettled.append(k)
     if unsettled:
-        # Rare: no identical name passes the screen (a word or type mismatch).
+        # Rare: no identical name passes the screen (a word or type mismatch),
+        # or an attribute rules every one out.
         rest, rest_names = probe.candidates(plpy, bank.id, unsettled, limit) if small is None \
             else small.candidates(unsettled, limit, threshold)
         by_key.update(rest)
@@ -127,7 +137,7 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     if bank.pending:
         ids = [c.id for cands in by_key.values() for c in cands] + [h.id for f in exact for h in hits.get(f, ())]
         pending = probe.pending_dates(plpy, bank.id, ids)
-    return View(hits, by_key, names, pending, forms)
+    return View(hits, by_key, names, pending, forms, held=held)
 
 
 # -- the probe of identical names ------------------------------------------------------------

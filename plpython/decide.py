@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set
 
 import names as names_mod
 import scoring
+from attributes import Fit
 import words
 from scoring import (AMBIGUOUS, ATTRIBUTE_CONFLICT, BELOW_THRESHOLD, CHOSEN, NEEDS_CONTEXT, OUTSCORED, PRECISION,
                      Candidate, Evaluation, passes_threshold)
@@ -45,14 +46,14 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
            event_date: Optional[datetime], settings: Dict[str, Any],
            names: Optional[names_mod.NameData] = None,
            bank_entities: Callable[[], int] = lambda: 0,
-           ruled_out: Optional[Dict[Any, List[str]]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+           fits: Optional[Dict[Any, Fit]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """The second phase of ``evaluate``: score the screened survivors and choose among them.
 
     ``bank_entities`` says how many entities the bank holds (asked only by
     the misspellings lever; a bank of unknown size, 0, has no specific
-    partner, so the lever takes nothing). ``ruled_out``: candidate id -> the
-    distinguishing attributes on which it conflicts with the mention
-    (attributes.conflicts): such a candidate is never chosen.
+    partner, so the lever takes nothing). ``fits``: candidate id -> how its
+    distinguishing attributes meet the mention's (attributes.fits): one that
+    conflicts is never chosen; among homonyms, one that agrees is.
     """
     threshold = settings["threshold"]
     context = scoring.distinct_nearby(nearby, mention)
@@ -62,17 +63,17 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
         if skipped is not None:
             evaluations.append(skipped)
             continue
-        if ruled_out and cand.id in ruled_out:
+        if fits and cand.id in fits and fits[cand.id].conflicts:
             # "Maria Schmidt" born 1980 is not the Maria Schmidt born 1961,
             # however well the name and the context fit.
             evaluations.append(Evaluation(cand, True, None, None, None, None, ATTRIBUTE_CONFLICT,
-                                          ",".join(ruled_out[cand.id]), ATTRIBUTES))
+                                          ",".join(fits[cand.id].conflicts), ATTRIBUTES))
             continue
         ev = scoring.score(mention, cand, context, event_date, settings)
         evaluations.append(ev)
         scored.append(ev)
 
-    best, forced = choose(mention, scored, settings, names, context, bank_entities)
+    best, forced = choose(mention, scored, settings, names, context, bank_entities, fits)
     if best is None or (not forced and not passes_threshold(best.score, threshold)):
         # A duplicate is recoverable, a bad merge is not: nothing good enough
         # means a new entity, and every scored candidate says why.
@@ -87,14 +88,15 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
 
 def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
            names: Optional[names_mod.NameData], context: FrozenSet[str] = frozenset(),
-           bank_entities: Callable[[], int] = lambda: 0) -> Tuple[Optional[Evaluation], bool]:
+           bank_entities: Callable[[], int] = lambda: 0,
+           fits: Optional[Dict[Any, Fit]] = None) -> Tuple[Optional[Evaluation], bool]:
     """The candidate to choose, and whether a lever chose it (then no threshold applies)."""
     best = best_evaluation(scored)
     if settings.get("profile") != "enhanced" or not scored:
         return best, False
     same = homonyms(scored)
     if same:
-        return _among_homonyms(same, context), True
+        return _among_homonyms(same, context, fits), True
     fitting = _name_fits(mention, scored, settings, names)
     if len(fitting) >= 2:
         return _by_context(fitting, context)
@@ -247,13 +249,15 @@ def _by_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Tuple[Opt
 
 # Homonyms (entities of one name and type: two people called Maria
 # Schmidt) are told apart by attributes (a conflicting birth date rules one
-# out before scoring), then by the context only one of them has; when
-# nothing tells them apart, the documented rule: the one seen most recently
-# (then probe order), with the decision marked BY_RULE, which provenance
-# records as ambiguous.
+# out before scoring; the one homonym that holds the mention's birth date is
+# it), then by the context only one of them has. When nothing tells them
+# apart, the mention is not put on one of them by a guess: it becomes an
+# entity of its own, another homonym (detail UNTOLD), which provenance
+# records as ambiguous and the review queue lists. A wrong merge is not
+# recoverable from the record alone; a duplicate is (merge_entities).
 ATTRIBUTES = "attributes"   # what explain's lever column shows for an attribute's decision
 HOMONYMS = "homonyms"
-BY_RULE = "by_rule"
+UNTOLD = "untold"
 
 
 def homonyms(scored: List[Evaluation]) -> List[Evaluation]:
@@ -282,23 +286,28 @@ def homonyms(scored: List[Evaluation]) -> List[Evaluation]:
     return []
 
 
-def _among_homonyms(same: List[Evaluation], context: FrozenSet[str]) -> Evaluation:
-    """The homonym with clearly the most context only it has; else, by rule, the one seen last."""
+def _among_homonyms(same: List[Evaluation], context: FrozenSet[str],
+                    fits: Optional[Dict[Any, Fit]]) -> Optional[Evaluation]:
+    """The one homonym holding the mention's distinguishing value; else the one with clearly the most context
+    only it has (among those holding it, when several do); else none: a new homonym, UNTOLD."""
     for ev in same:
         ev.decision = AMBIGUOUS
         ev.lever = HOMONYMS
-    share = exclusive_context(same, context)
-    ranked = sorted(same, key=lambda ev: -share[id(ev)])
+    agreeing = [ev for ev in same if fits and ev.candidate.id in fits and fits[ev.candidate.id].agrees]
+    if len(agreeing) == 1:
+        for ev in same:
+            ev.decision = OUTSCORED
+        agreeing[0].lever = ATTRIBUTES
+        return agreeing[0]
+    told = agreeing or same
+    share = exclusive_context(told, context)
+    ranked = sorted(told, key=lambda ev: -share[id(ev)])
     top = share[id(ranked[0])]
-    if top >= MIN_CONTEXT and top > share[id(ranked[1])]:
+    if top >= MIN_CONTEXT and (len(ranked) == 1 or top > share[id(ranked[1])]):
         return ranked[0]
-    latest = max(ev.candidate.last_seen.timestamp() if ev.candidate.last_seen is not None else float("-inf")
-                 for ev in same)
-    chosen = next(ev for ev in same
-                  if (ev.candidate.last_seen.timestamp() if ev.candidate.last_seen is not None
-                      else float("-inf")) == latest)
-    chosen.detail = BY_RULE
-    return chosen
+    for ev in same:
+        ev.detail = UNTOLD
+    return None
 
 
 def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str],
@@ -306,7 +315,7 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
              stop_at_identical: bool = False, mention_type: Optional[str] = None,
              names: Optional[names_mod.NameData] = None,
              bank_entities: Callable[[], int] = lambda: 0,
-             ruled_out: Optional[Dict[Any, List[str]]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+             fits: Optional[Dict[Any, Fit]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """Evaluate candidates in probe order; return all evaluations and the chosen one (or None).
 
     ``candidates`` must be in probe order (trigram similarity descending,
@@ -322,6 +331,6 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
     the best score are the same as without it. Resolution uses it (through
     ``screen`` and ``decide``); explain_mention evaluates every candidate.
     """
-    return decide(mention, screen(mention, candidates, settings, stop_at_identical and not ruled_out, mention_type,
+    return decide(mention, screen(mention, candidates, settings, stop_at_identical and not fits, mention_type,
                                   names),
-                  nearby, event_date, settings, names, bank_entities, ruled_out)
+                  nearby, event_date, settings, names, bank_entities, fits)

@@ -19,7 +19,7 @@ import scoring
 from callstate import CallState
 from fold import fold
 from mentions import check_text, check_type, datetime_of
-from resolve import ALIAS, IDENTIFIER, MEMORY, compatible, single_attributes
+from resolve import ALIAS, IDENTIFIER, MEMORY, compatible, holding, single_attributes
 from settings import ALIAS_MEMORY, TYPED_MENTIONS, lever
 
 # explain_mention probes lower than resolution so that near misses under the
@@ -92,7 +92,7 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
     near = lowered[1:-1] if typed else lowered[1:]
     wanted = lowered[-1].strip() if typed else None
     is_label = bool(bank.matcher) and bank.matcher.is_label(key)
-    said = attributes.normalise(plpy, [{"attributes": said, "attributes_argument": "attributes"}])[0]
+    said = attributes.normalise_one(plpy, said, "attributes")
     kinds = attributes.kinds(cfg) if cfg.get("profile") == "enhanced" and not is_label else {}
     ruled = _Ruled(plpy, bank_id, attributes.of_kind(said, kinds, attributes.DISTINGUISHING))
     identifier = _identifier(plpy, bank_id, attributes.of_kind(said, kinds, attributes.IDENTIFYING), wanted, ruled)
@@ -111,7 +111,7 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
         context.fill_partners(plpy, bank, regular, set(n for n in near if n), CallState(), cfg, data)
     evaluations, _ = decide.evaluate(key, seen, near, datetime_of(epochs[0]), cfg, mention_type=wanted,
                                      names=data, bank_entities=lambda: probe.bank_entities(plpy, bank_id),
-                                     ruled_out=ruled.of(c.id for c in regular) if ruled.mine else None)
+                                     fits=ruled.of(c.id for c in regular) if ruled.mine else None)
     by_id = {ev.candidate.id: ev for ev in evaluations}
     out = []
     for cand in probed:
@@ -121,7 +121,8 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
 
 
 class _Ruled:
-    """The entities a distinguishing attribute of the mention rules out (resolve.ruled_out, for one mention)."""
+    """How a distinguishing attribute of the mention meets the bank's entities (resolve.attribute_fits, for one
+    mention, read from the bank)."""
 
     def __init__(self, plpy, bank_id, mine):
         self.plpy, self.bank_id, self.mine = plpy, bank_id, mine
@@ -131,18 +132,18 @@ class _Ruled:
         if not self.mine or not ids:
             return {}
         held = attributes.held(self.plpy, self.bank_id, ids, list(self.mine))
-        return {e: c for e in ids for c in [attributes.conflicts(self.mine, held.get(e, {}))] if c}
+        return attributes.fits(self.mine, ids, lambda e: held.get(e, {}))
 
     def __call__(self, entity_id):
-        return bool(self.of([entity_id]))
+        return bool(attributes.ruled_out(self.of([entity_id])))
 
 
 def _identifier(plpy, bank_id, mine, wanted, ruled):
     """The row of the one entity holding an identifying value of the mention (resolve.by_identifier); else None."""
     if not mine:
         return None
-    found = {r["id"]: r for rows in attributes.holders(plpy, bank_id, mine.items()).values() for r in rows
-             if r["entity_kind"] != "label" and compatible(r["entity_type"], wanted)}
+    found = {e: r for rows in attributes.holders(plpy, bank_id, mine.items()).values()
+             for e, r in holding(rows, wanted).items()}
     chosen, _ = attributes.identified(found, ruled)
     if chosen is None:
         return None

@@ -15,7 +15,7 @@ which unit tests call in-process.
 
 import dataclasses
 import uuid
-from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 import attributes
 import banks
@@ -193,7 +193,7 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     settled: Dict[int, Outcome] = {}
     screened: Dict[int, List[Any]] = {}
     survivors, near, live_shared = [], set(), []
-    ruled: Dict[int, Dict[str, List[str]]] = {}
+    fits: Dict[int, Dict[str, attributes.Fit]] = {}
     for i in folded.items_of(fact_index):
         found = by_identifier(call, i, view, state) or direct(call, i, view, state)
         if found is not None:
@@ -215,7 +215,7 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
             rows.append((c, skipped))
         screened[i] = rows
         if distinguishing:
-            ruled[i] = ruled_out(call, i, [c.id for c, skipped in rows if skipped is None], view, state)
+            fits[i] = attribute_fits(call, i, [c.id for c, skipped in rows if skipped is None], view, state)
         if live and folded.nearby_given[i]:
             near.update(folded.nearby[i])
         elif live:
@@ -234,7 +234,7 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     decided = {}
     for i, rows in screened.items():
         evaluations, best = decide.decide(folded.keys[i], rows, folded.nearby[i],
-                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities, ruled.get(i))
+                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities, fits.get(i))
         _flag(i, evaluations, best, state)
         scores = [ev.score for ev in evaluations if ev.score is not None]
         decided[i] = (best, max(scores) if scores else None)
@@ -242,13 +242,16 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
 
 
 def _flag(i: int, evaluations, best, state: CallState) -> None:
-    """What the attributes made of a decision: a homonym to create, or a rule's choice among homonyms."""
-    if best is None and any(ev.decision == scoring.ATTRIBUTE_CONFLICT and scoring.is_identical(ev.candidate)
-                            for ev in evaluations):
+    """What the attributes made of a decision: a homonym to create, and whether nothing told homonyms apart."""
+    if best is not None:
+        return
+    if any(ev.detail == decide.UNTOLD for ev in evaluations):
+        # Homonyms nothing told apart: a new one, which says so.
+        state.homonyms.add(i)
+        state.flags[i] = AMBIGUOUS
+    elif any(ev.decision == scoring.ATTRIBUTE_CONFLICT and scoring.is_identical(ev.candidate) for ev in evaluations):
         # Every entity of the name ruled out: another of that name.
         state.homonyms.add(i)
-    elif best is not None and best.detail == decide.BY_RULE:
-        state.flags[i] = AMBIGUOUS
 
 
 def _others_of_fact(folded: Folded, fact_index: int, live: List[int]) -> Set[str]:
@@ -396,14 +399,14 @@ def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, wri
     types: Dict[str, Set[Optional[str]]] = {}
     for i in call.regular:
         types.setdefault(call.folded.keys[i], set()).add(mention_type(call.folded, call.exact, i))
-    wide = {call.folded.keys[i] for i in call.regular if given(call, i, attributes.DISTINGUISHING)}
     identifying = [kv for i in call.regular for kv in given(call, i, attributes.IDENTIFYING).items()]
     for attempt in range(MAX_ATTEMPTS):
         view = candidates.read_view(plpy, bank, call.folded.keys, literal_keys, regular_keys, memory_keys,
-                                    call.cfg, call.data, types, prober, wide)
+                                    call.cfg, call.data, types, prober, _surviving(call))
         if identifying:
             view = view._replace(holders=attributes.holders(plpy, bank.id, identifying))
         state = CallState(near)
+        state.bank_held.update(view.held or {})
         results = []
         for n, fact in enumerate(facts):
             settled, decided = decide_fact(call, n, view, state)
@@ -431,6 +434,31 @@ def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:
     return Call(plpy, bank, cfg, banks.name_data(plpy, cfg), items, folded, exact, frozenset(regular), kinds)
 
 
+def _surviving(call: Call):
+    """read_view's ``surviving``: the identical names each mention with a distinguishing attribute leaves.
+
+    One statement reads the distinguishing values of every identical name of
+    such keys; None when the call has no such mention.
+    """
+    dated: Dict[str, List[Dict[str, str]]] = {}
+    for i in sorted(call.regular):
+        mine = given(call, i, attributes.DISTINGUISHING)
+        if mine:
+            dated.setdefault(call.folded.keys[i], []).append(mine)
+    if not dated:
+        return None
+
+    def surviving(identical):
+        ids = [c.id for k, rows in identical.items() if k in dated for c in rows if not c.is_label]
+        names = [n for n, k in call.kinds.items() if k == attributes.DISTINGUISHING]
+        held = attributes.held(call.plpy, call.bank.id, ids, names)
+        left = {k: [[c for c in rows if c.is_label or not attributes.fit(mine, held.get(c.id, {})).conflicts]
+                    for mine in dated[k]]
+                for k, rows in identical.items() if k in dated}
+        return left, held
+    return surviving
+
+
 def given(call: Call, i: int, kind: str) -> Dict[str, str]:
     """A regular mention's attributes of one kind, as the profile reads them (none under reference)."""
     if not call.kinds or i not in call.regular:
@@ -438,8 +466,8 @@ def given(call: Call, i: int, kind: str) -> Dict[str, str]:
     return attributes.of_kind(call.folded.attributes_of(i), call.kinds, kind)
 
 
-def ruled_out(call: Call, i: int, ids, view: View, state: CallState) -> Dict[str, List[str]]:
-    """The entities among ``ids`` a distinguishing attribute of the mention rules out, and on which attributes.
+def attribute_fits(call: Call, i: int, ids, view: View, state: CallState) -> Dict[str, attributes.Fit]:
+    """The entities among ``ids`` a distinguishing attribute of the mention rules out or agrees with (attributes.fits).
 
     The bank's values of entities not yet read are read here (one statement
     per fact that needs any), then the call's own are added (CallState).
@@ -451,12 +479,21 @@ def ruled_out(call: Call, i: int, ids, view: View, state: CallState) -> Dict[str
     if unread:
         names = [n for n, k in call.kinds.items() if k == attributes.DISTINGUISHING]
         state.bank_held.update(attributes.held(call.plpy, call.bank.id, unread, names))
-    out = {}
-    for e in ids:
-        names = attributes.conflicts(mine, state.values_of(e))
-        if names:
-            out[e] = names
-    return out
+    return attributes.fits(mine, ids, state.values_of)
+
+
+def ruled_out(call: Call, i: int, ids, view: View, state: CallState) -> bool:
+    """Whether a distinguishing attribute of the mention rules out any of ``ids``."""
+    return bool(attributes.ruled_out(attribute_fits(call, i, ids, view, state)))
+
+
+def holding(rows: Iterable[Dict[str, Any]], wanted: Optional[str]) -> Dict[str, Dict[str, Any]]:
+    """id -> row, for the bank's holders of identifying values (attributes.holders) a mention may resolve to.
+
+    A label never holds an identity; a typed mention, only entities of a
+    compatible type (compatible()).
+    """
+    return {r["id"]: r for r in rows if r["entity_kind"] != "label" and compatible(r["entity_type"], wanted)}
 
 
 def by_identifier(call: Call, i: int, view: View, state: CallState) -> Optional[Outcome]:
@@ -472,14 +509,13 @@ def by_identifier(call: Call, i: int, view: View, state: CallState) -> Optional[
     wanted = mention_type(call.folded, call.exact, i)
     found: Dict[str, Tuple[str, str]] = {}
     for name, value in sorted(mine.items()):
-        for r in (view.holders or {}).get((name, value), ()):
-            if r["entity_kind"] != "label" and compatible(r["entity_type"], wanted):
-                found[r["id"]] = (r["canonical_name"], r["key"])
+        for e, r in holding((view.holders or {}).get((name, value), ()), wanted).items():
+            found[e] = (r["canonical_name"], r["key"])
         for e in state.holders_of(name, value):
             ent = state.by_id.get(e)
             if ent is None or compatible(ent.type, wanted):
                 found[e] = state.held_as[e]
-    chosen, ambiguous = attributes.identified(found, lambda e: bool(ruled_out(call, i, [e], view, state)))
+    chosen, ambiguous = attributes.identified(found, lambda e: ruled_out(call, i, [e], view, state))
     if ambiguous:
         state.flags[i] = AMBIGUOUS
     if chosen is None:

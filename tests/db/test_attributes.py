@@ -10,6 +10,7 @@ and decides as before.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,6 +18,8 @@ from psycopg.rows import dict_row
 
 from bank_builders import NOW, Bank
 from shared import SCHEMA as ER
+
+CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
 
 
 def insert_fact(b: Bank, mentions, event_date=NOW) -> None:
@@ -92,6 +95,28 @@ def test_an_identifying_value_resolves_to_its_one_holder_whatever_the_spelling(b
         ("Sarah Chen", True, "created"), ("S. Chen", True, "identifier"), ("Chen Sarah", True, "identifier")]
 
 
+def test_on_the_email_corpus_every_mention_whose_email_one_entity_holds_resolves_to_it(bank):
+    # bench/corpora/homonym_emails: namesakes, spellings ("T. Pereira", "Tea
+    # Pereira"), emails on a share of mentions. Replayed fact by fact, a
+    # mention whose (normalised) email exactly one entity held before it goes
+    # to that entity, with decision identifier, whatever its spelling.
+    stream = [json.loads(line) for line in (CORPORA / "homonym_emails.jsonl").read_text(encoding="utf-8").splitlines()]
+    for fact in stream:
+        mentions = [{k: v for k, v in m.items() if k != "gold"} for m in fact["mentions"]]
+        insert_fact(bank, mentions, fact["event_date"])
+    holders, checked = {}, 0
+    for text, entity, _, decision, attrs in placed(bank):
+        email = (attrs or {}).get("email")
+        if email is None:
+            continue
+        if len(holders.get(email, ())) == 1:
+            assert (entity, decision) == (next(iter(holders[email])), "identifier"), text
+            checked += 1
+        holders.setdefault(email, set()).add(entity)
+    assert checked >= 40
+    assert all(len(ids) == 1 for ids in holders.values())
+
+
 def test_an_identifying_value_held_by_two_entities_is_ambiguous_not_a_guess(bank):
     # Two people sharing a family inbox, told apart by their birth dates.
     insert_fact(bank, [person("Maria Schmidt", email="family@example.org", birth_date="1961-05-03")])
@@ -145,13 +170,37 @@ def test_a_mention_without_attributes_is_placed_among_homonyms_by_context(bank):
     assert rows[2][3] == "resolved"
 
 
-def test_homonyms_nothing_tells_apart_go_by_the_documented_rule_and_say_so(bank):
+def test_homonyms_nothing_tells_apart_are_not_guessed_the_mention_is_an_entity_of_its_own(bank):
     insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03")])
     insert_fact(bank, [person("Maria Schmidt", birth_date="1990-11-20")])
     insert_fact(bank, [person("Maria Schmidt")])
     rows = [r for r in placed(bank) if r[0] == "Maria Schmidt"]
-    assert rows[2][1] in (rows[0][1], rows[1][1])
+    assert rows[2][1] not in (rows[0][1], rows[1][1])
     assert rows[2][3] == "ambiguous"
+    assert entity_count(bank, "Maria Schmidt") == 3
+    homonym = bank.conn.execute(f"SELECT homonym::text FROM {ER}.entities WHERE bank_id = %s AND id = %s",
+                                (bank.id, rows[2][1])).fetchone()[0]
+    assert homonym == rows[2][1]
+    explained = bank.conn.execute(
+        f"SELECT decision, lever FROM {ER}.explain_mention(%s, 'Maria Schmidt')", (bank.id,)).fetchall()
+    assert explained and all(r == ("ambiguous", "homonyms") for r in explained)
+
+
+def test_the_one_homonym_holding_the_mentions_birth_date_is_chosen_over_one_that_holds_none(bank):
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03")])
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1990-11-20")])
+    insert_fact(bank, [person("Maria Schmidt")])  # nothing tells: a third, holding no birth date
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1990-11-20")])
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03")])
+    rows = [r for r in placed(bank) if r[0] == "Maria Schmidt"]
+    assert [r[1] for r in rows[3:]] == [rows[1][1], rows[0][1]]
+    assert [r[3] for r in rows[3:]] == ["resolved", "resolved"]
+    explained = {r[0]: r[1:] for r in bank.conn.execute(
+        f"SELECT candidate_id::text, decision, lever FROM {ER}.explain_mention(%s, 'Maria Schmidt', "
+        "attributes => '{\"birth_date\": \"1990-11-20\"}')", (bank.id,))}
+    assert explained[rows[1][1]] == ("chosen", "attributes")
+    assert explained[rows[0][1]] == ("attribute_conflict", "attributes")
+    assert explained[rows[2][1]] == ("outscored", "homonyms")
 
 
 def test_batch_equals_fact_by_fact_with_attributes(shared_conn, request):
@@ -262,6 +311,22 @@ def test_explain_agrees_with_resolution_on_attributes(bank):
         chosen = [str(r["candidate_id"]) for r in rows if r["decision"] == "chosen"]
         looked = lookup(bank, "Maria Schmidt", attrs, nearby)
         assert (chosen[0] if chosen else None) == looked[0], (attrs, nearby, rows)
+
+
+def test_a_near_spelling_is_found_when_the_birth_date_rules_out_every_identical_name(bank):
+    # Resolution reads a dated name's identical names first and probes in full
+    # only when the date rules all of them out; explain always probes in full.
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03"), "Berlin office"])
+    insert_fact(bank, [person("Maria Schmitt", birth_date="1990-11-20"), "harbour project", "Kiel"])
+    insert_fact(bank, [person("Maria Schmitt"), "harbour project", "Kiel"])
+    schmidt, schmitt = (dict((r[0], r[1]) for r in placed(bank))[n] for n in ("Maria Schmidt", "Maria Schmitt"))
+    for attrs, expected in (({"birth_date": "1990-11-20"}, schmitt), ({"birth_date": "1961-05-03"}, schmidt)):
+        rows = explain(bank, "Maria Schmidt", attrs, ["harbour project", "Kiel"])
+        chosen = [str(r["candidate_id"]) for r in rows if r["decision"] == "chosen"]
+        assert chosen == [expected]
+        assert lookup(bank, "Maria Schmidt", attrs, ["harbour project", "Kiel"])[0] == expected
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1990-11-20"), "harbour project", "Kiel"])
+    assert placed(bank)[-3][:2] == ("Maria Schmidt", schmitt)
 
 
 def test_the_client_passes_attributes_on_every_path(bank):
