@@ -64,6 +64,7 @@ class CallState:
         # name -> values), and the bank's values it read (entity id -> the same).
         self.held: Dict[str, Dict[str, Set[str]]] = {}
         self.bank_held: Dict[str, Dict[str, Set[str]]] = {}
+        self.judged: Dict[Tuple[str, str], bool] = {}   # (a, b), a < b -> judged distinct (resolve.judged)
         self.held_as: Dict[str, Tuple[str, str]] = {}     # entity id -> (canonical name, key)
         # Items whose decision attributes qualified: item index -> "ambiguous"
         # (provenance says so), and the items that create a homonym.

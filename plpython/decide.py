@@ -46,7 +46,8 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
            event_date: Optional[datetime], settings: Dict[str, Any],
            names: Optional[names_mod.NameData] = None,
            bank_entities: Callable[[], int] = lambda: 0,
-           fits: Optional[Dict[Any, Fit]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+           fits: Optional[Dict[Any, Fit]] = None,
+           judged: Optional[Callable[[Any, Any], bool]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """The second phase of ``evaluate``: score the screened survivors and choose among them.
 
     ``bank_entities`` says how many entities the bank holds (asked only by
@@ -54,6 +55,9 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
     partner, so the lever takes nothing). ``fits``: candidate id -> how its
     distinguishing attributes meet the mention's (attributes.fits): one that
     conflicts is never chosen; among homonyms, one that agrees is.
+    ``judged(a, b)``: whether an operator judged two entities distinct
+    (mark_distinct); a mention fitting two such about equally is not put on
+    either (judged_rival).
     """
     threshold = settings["threshold"]
     context = scoring.distinct_nearby(nearby, mention)
@@ -77,6 +81,11 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
     if best is None or (not forced and not passes_threshold(best.score, threshold)):
         # A duplicate is recoverable, a bad merge is not: nothing good enough
         # means a new entity, and every scored candidate says why.
+        return evaluations, None
+    rival = None if forced or judged is None else judged_rival(best, scored, settings, judged)
+    if rival is not None:
+        for ev in (best, rival):
+            ev.decision, ev.lever, ev.detail = AMBIGUOUS, JUDGEMENTS, UNTOLD
         return evaluations, None
     for ev in scored:
         if ev is best:
@@ -310,12 +319,36 @@ def _among_homonyms(same: List[Evaluation], context: FrozenSet[str],
     return None
 
 
+# Judgements: two entities an operator judged distinct (mark_distinct) that a
+# mention fits about equally (both pass the threshold, scores within
+# JUDGED_MARGIN) are what the operator said cannot be told apart by the
+# name: the mention is neither, an entity of its own that says so
+# (ambiguous), as among homonyms nothing tells apart. 0.05: less than a
+# letter of a two-word name moves the name signal, or one more shared
+# partner the co-occurrence signal, so neither score says more than the other.
+JUDGEMENTS = "judgements"
+JUDGED_MARGIN = 0.05
+
+
+def judged_rival(best: Evaluation, scored: List[Evaluation], settings: Dict[str, Any],
+                 judged: Callable[[Any, Any], bool]) -> Optional[Evaluation]:
+    """The first other candidate, in probe order, judged distinct from ``best`` and fitting about as well."""
+    if settings.get("profile") != "enhanced":
+        return None
+    for ev in scored:
+        if (ev is not best and ev.score is not None and passes_threshold(ev.score, settings["threshold"])
+                and best.score - ev.score <= JUDGED_MARGIN and judged(best.candidate.id, ev.candidate.id)):
+            return ev
+    return None
+
+
 def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str],
              event_date: Optional[datetime], settings: Dict[str, Any],
              stop_at_identical: bool = False, mention_type: Optional[str] = None,
              names: Optional[names_mod.NameData] = None,
              bank_entities: Callable[[], int] = lambda: 0,
-             fits: Optional[Dict[Any, Fit]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
+             fits: Optional[Dict[Any, Fit]] = None,
+             judged: Optional[Callable[[Any, Any], bool]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """Evaluate candidates in probe order; return all evaluations and the chosen one (or None).
 
     ``candidates`` must be in probe order (trigram similarity descending,
@@ -333,4 +366,4 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
     """
     return decide(mention, screen(mention, candidates, settings, stop_at_identical and not fits, mention_type,
                                   names),
-                  nearby, event_date, settings, names, bank_entities, fits)
+                  nearby, event_date, settings, names, bank_entities, fits, judged)

@@ -19,7 +19,7 @@ import scoring
 from callstate import CallState
 from fold import fold
 from mentions import check_text, check_type, datetime_of
-from resolve import ALIAS, IDENTIFIER, MEMORY, compatible, holding, single_attributes
+from resolve import ALIAS, IDENTIFIER, MEMORY, compatible, holding, judged_distinct, single_attributes
 from settings import ALIAS_MEMORY, TYPED_MENTIONS, lever
 
 # explain_mention probes lower than resolution so that near misses under the
@@ -111,7 +111,8 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
         context.fill_partners(plpy, bank, regular, set(n for n in near if n), CallState(), cfg, data)
     evaluations, _ = decide.evaluate(key, seen, near, datetime_of(epochs[0]), cfg, mention_type=wanted,
                                      names=data, bank_entities=lambda: probe.bank_entities(plpy, bank_id),
-                                     fits=ruled.of(c.id for c in regular) if ruled.mine else None)
+                                     fits=ruled.of(c.id for c in regular) if ruled.mine else None,
+                                     judged=lambda a, b: judged_distinct(plpy, bank_id, a, b))
     by_id = {ev.candidate.id: ev for ev in evaluations}
     out = []
     for cand in probed:

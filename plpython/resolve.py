@@ -234,24 +234,52 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     decided = {}
     for i, rows in screened.items():
         evaluations, best = decide.decide(folded.keys[i], rows, folded.nearby[i],
-                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities, fits.get(i))
-        _flag(i, evaluations, best, state)
+                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities, fits.get(i),
+                                          lambda a, b: judged(call, state, a, b))
+        _flag(i, folded.keys[i], evaluations, best, state)
         scores = [ev.score for ev in evaluations if ev.score is not None]
         decided[i] = (best, max(scores) if scores else None)
     return settled, decided
 
 
-def _flag(i: int, evaluations, best, state: CallState) -> None:
+def _flag(i: int, key: str, evaluations, best, state: CallState) -> None:
     """What the attributes made of a decision: a homonym to create, and whether nothing told homonyms apart."""
     if best is not None:
         return
     if any(ev.detail == decide.UNTOLD for ev in evaluations):
-        # Homonyms nothing told apart: a new one, which says so.
-        state.homonyms.add(i)
+        # Homonyms nothing told apart, or entities judged distinct it fits
+        # equally: an entity of its own, which says so (a homonym of any of
+        # its name).
+        if any(ev.detail == decide.UNTOLD and ev.candidate.key == key for ev in evaluations):
+            state.homonyms.add(i)
         state.flags[i] = AMBIGUOUS
     elif any(ev.decision == scoring.ATTRIBUTE_CONFLICT and scoring.is_identical(ev.candidate) for ev in evaluations):
         # Every entity of the name ruled out: another of that name.
         state.homonyms.add(i)
+
+
+# Whether two entities were judged distinct (mark_distinct): read when a
+# mention fits two about equally (decide.judged_rival), once per pair and call.
+SQL_JUDGED = """
+SELECT EXISTS (SELECT 1 FROM entity_judgements
+                WHERE bank_id = $1 AND entity_a = least($2::uuid, $3::uuid) AND entity_b = greatest($2::uuid, $3::uuid))
+       AS judged
+"""
+
+
+def judged_distinct(plpy, bank_id: str, a: str, b: str) -> bool:
+    """Whether entities ``a`` and ``b`` of the bank were judged distinct."""
+    return db.run(plpy, "judged_distinct", SQL_JUDGED, ["text", "text", "text"], [bank_id, a, b])[0]["judged"]
+
+
+def judged(call: Call, state: CallState, a: str, b: str) -> bool:
+    """judged_distinct, once per pair and call; an entity the call made was never judged."""
+    if state.is_new(a) or state.is_new(b):
+        return False
+    pair = (a, b) if a < b else (b, a)
+    if pair not in state.judged:
+        state.judged[pair] = judged_distinct(call.plpy, call.bank.id, a, b)
+    return state.judged[pair]
 
 
 def _others_of_fact(folded: Folded, fact_index: int, live: List[int]) -> Set[str]:

@@ -385,3 +385,46 @@ def test_the_documented_command_lines_run_as_written(conn, bank):
         run_documented(line, dsn)
     kinds = [r[0] for r in conn.execute(f"SELECT kind FROM {ER}.operation_history('team')")]
     assert kinds == ["unmark_distinct", "mark_distinct"] and stored(conn) == []
+
+
+def _two_near_spellings(conn, bank_id):
+    """'Dana Whitfield' and 'Dana Whitfeld', one entity each (a split), both next to the harbour project."""
+    insert_fact(conn, bank_id, ["Dana Whitfield", "harbour project"])
+    unit = insert_fact(conn, bank_id, ["Dana Whitfeld", "harbour project"])
+    (whole,) = conn.execute(f"SELECT id::text FROM {ER}.entities WHERE bank_id = %s AND canonical_name = %s",
+                            (bank_id, "Dana Whitfield")).fetchone()
+    plan = call(conn, "split_entity", bank_id, whole, [unit], "Dana Whitfeld")
+    return whole, str(plan["new_entity"]["entity_id"])
+
+
+def _explained(conn, bank_id, mention):
+    return {str(r[0]): (r[1], r[2]) for r in conn.execute(
+        f"SELECT candidate_id, decision, lever FROM {ER}.explain_mention(%s, %s, ARRAY['harbour project'])",
+        (bank_id, mention))}
+
+
+def test_a_mention_fitting_two_judged_distinct_entities_about_equally_is_neither_and_says_so(conn):
+    whole, split = _two_near_spellings(conn, "judged")
+    # Before the judgement the better score wins, as always.
+    assert _explained(conn, "judged", "Dana Whitfild") == {whole: ("chosen", None), split: ("outscored", None)}
+    call(conn, "mark_distinct", "judged", whole, split, reason="two people")
+    assert _explained(conn, "judged", "Dana Whitfild") == {whole: ("ambiguous", "judgements"),
+                                                          split: ("ambiguous", "judgements")}
+    # The exact name still goes to its entity: only a near tie is a question.
+    assert _explained(conn, "judged", "Dana Whitfield")[whole] == ("chosen", None)
+    # Unmarked, the mention is a near spelling of the better one again.
+    call(conn, "unmark_distinct", "judged", whole, split)
+    assert _explained(conn, "judged", "Dana Whitfild")[whole] == ("chosen", None)
+    call(conn, "mark_distinct", "judged", whole, split)
+    insert_fact(conn, "judged", ["Dana Whitfild", "harbour project"])
+    entity, decision = conn.execute(
+        f"SELECT entity_id::text, decision FROM {ER}.mentions WHERE bank_id = 'judged' AND mention = 'Dana Whitfild'"
+    ).fetchone()
+    assert entity not in (whole, split) and decision == "ambiguous"
+
+
+def test_the_reference_profile_does_not_read_judgements(conn):
+    whole, split = _two_near_spellings(conn, "judged_ref")
+    call(conn, "configure_bank", "judged_ref", '{"profile": "reference"}')
+    call(conn, "mark_distinct", "judged_ref", whole, split)
+    assert _explained(conn, "judged_ref", "Dana Whitfild")[whole][0] == "chosen"
