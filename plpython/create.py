@@ -11,6 +11,7 @@ call (record.py). Pure: no database.
 
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+import attributes
 import clustering
 import trigrams
 from callstate import CallState, Entity
@@ -35,11 +36,15 @@ def fixed(items, indexes, folded, fixed_new: Dict[Tuple[str, Optional[str]], str
 
 
 def clusters(items, indexes, unresolved: List[int], folded, cfg, state: CallState,
-             homonyms: Set[int] = frozenset()) -> Dict[int, Entity]:
+             homonyms: Set[int] = frozenset(),
+             distinguishing: Optional[Dict[int, Dict[str, str]]] = None) -> Dict[int, Entity]:
     """New names of the fact's regular mentions, clustered per type; item index -> its new entity.
 
     ``homonyms``: items whose every entity of their name an attribute ruled
     out; the entity of their cluster is created as a homonym.
+    ``distinguishing``: items' distinguishing attributes; an item whose value
+    conflicts with its cluster's (two Maria Schmidts born apart, named in one
+    fact) is another entity of the name, a homonym (_apart).
     """
     out: Dict[int, Entity] = {}
     by_type: Dict[Optional[str], List[int]] = {}
@@ -62,4 +67,26 @@ def clusters(items, indexes, unresolved: List[int], folded, cfg, state: CallStat
             made[c.key] = state.create(c.key, c.name, "regular", etype, epoch, date, homonym)
         for i in group:
             out[i] = made[grouped[folded.keys[i]].key]
+        if distinguishing:
+            _apart(group, out, distinguishing, state)
     return out
+
+
+def _apart(group: List[int], out: Dict[int, Entity], distinguishing: Dict[int, Dict[str, str]],
+           state: CallState) -> None:
+    """Within each new entity, items whose distinguishing values conflict go to homonyms of it, in fact order."""
+    parts: Dict[str, List[Tuple[Entity, Dict[str, Set[str]]]]] = {}
+    for i in group:
+        first = out[i]
+        mine = distinguishing.get(i) or {}
+        kept = parts.setdefault(first.id, [(first, {})])
+        for ent, values in kept:
+            if not attributes.fit(mine, values).conflicts:
+                break
+        else:
+            ent, values = state.create(first.key, first.name, first.kind, first.type, *state.first_dates[first.id],
+                                       True), {}
+            kept.append((ent, values))
+        for name, value in mine.items():
+            values.setdefault(name, set()).add(value)
+        out[i] = ent

@@ -348,7 +348,8 @@ def settle_fact(call: Call, fact_index: int, settled: Dict[int, Outcome], decide
             unresolved.append(i)
     made = create.fixed(call.items, indexes, call.folded, fixed_new, state)
     clustered = create.clusters(call.items, indexes, unresolved, call.folded, call.cfg, state,
-                                state.homonyms & set(unresolved))
+                                state.homonyms & set(unresolved),
+                                {i: given(call, i, attributes.DISTINGUISHING) for i in unresolved})
     for i in indexes:
         if i in outcomes:
             continue

@@ -161,6 +161,18 @@ def test_a_conflicting_birth_date_creates_a_homonym_and_later_mentions_follow_th
     assert homonym == younger
 
 
+def test_two_namesakes_born_apart_in_one_fact_are_two_entities(bank):
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03"), "met",
+                       person("Maria Schmidt", birth_date="1990-11-20"), person("Maria Schmidt")])
+    rows = [r for r in placed(bank) if r[0] == "Maria Schmidt"]
+    assert rows[0][1] != rows[1][1]
+    assert rows[2][1] == rows[0][1]  # no date: no conflict with the first
+    assert entity_count(bank, "Maria Schmidt") == 2
+    # Later mentions follow their dates.
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1990-11-20")])
+    assert placed(bank)[-1][1] == rows[1][1]
+
+
 def test_a_mention_without_attributes_is_placed_among_homonyms_by_context(bank):
     insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03"), "Berlin office"])
     insert_fact(bank, [person("Maria Schmidt", birth_date="1990-11-20"), "customer call"])
