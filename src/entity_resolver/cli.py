@@ -145,6 +145,25 @@ NearOpt = Annotated[Optional[List[str]], typer.Option(
     "--near", help="Another mention of the same fact (repeatable): the co-occurrence signal.")]
 AtOpt = Annotated[Optional[str], typer.Option(
     "--at", help="Event date (ISO 8601, or anything PostgreSQL reads as timestamptz) [default: now].")]
+AttributeOpt = Annotated[Optional[List[str]], typer.Option(
+    "--attribute", "-a", metavar="NAME=VALUE",
+    help="An attribute of the mention (repeatable), as a mention element's \"attributes\": "
+         "email=maria@example.org, birth_date=1961-05-03.")]
+
+
+def _attributes(values: Optional[List[str]]) -> Optional[Dict[str, str]]:
+    """--attribute NAME=VALUE options as a mention's attributes (None: none given); the server checks them."""
+    if not values:
+        return None
+    out: Dict[str, str] = {}
+    for v in values:
+        name, sep, value = v.partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"--attribute: expected NAME=VALUE, got {v!r}")
+        if name.strip() in out:
+            raise CliError(f"--attribute: {name.strip()!r} given twice")
+        out[name.strip()] = value
+    return out
 
 
 def _choices(name: str, values: Tuple[str, ...]) -> Any:
@@ -706,11 +725,13 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
 def resolve_cmd(
     bank: BankArg, mention: MentionArg, near: NearOpt = None, at: AtOpt = None,
     literal: Annotated[bool, typer.Option("--literal", help="No scoring: exact match or a new entity.")] = False,
+    attribute: AttributeOpt = None,
     *, db: DbOptions,
 ) -> None:
     """Resolve one mention, creating the entity if needed."""
+    attrs = _attributes(attribute)
     with db.client() as er:
-        r = er.resolve(bank, mention, near or [], at, resolve=not literal)
+        r = er.resolve(bank, mention, near or [], at, resolve=not literal, attributes=attrs)
         er.flush(bank)
     if db.as_json:
         _print_json(r)
@@ -730,6 +751,7 @@ def explain_cmd(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many candidates (--json lists "
                                                                "them all).")] = 10,
+    attribute: AttributeOpt = None,
     *, db: DbOptions,
 ) -> None:
     """Show a mention's candidates, signals and decision.
@@ -737,15 +759,17 @@ def explain_cmd(
     The table fits the terminal: signal columns are left out (least needed
     first) before the candidates' names are ever wrapped; --json has them all.
     """
+    attrs = _attributes(attribute)
     with db.client() as er:
-        rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type))
+        rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type, attributes=attrs))
         chosen = next((r for r in rows if r.decision in TAKEN), None)
         # The threshold only to say why a candidate under it won (a lever).
         why = (why_chosen(rows, er.settings(bank)["threshold"])
                if chosen is not None and chosen.lever and not db.as_json else None)
     if db.as_json:
         _print_json({"bank_id": bank, "mention": mention, "nearby": near or [], "event_date": at,
-                     "type": mention_type, "resolves_to": to_jsonable(chosen), "candidates": rows})
+                     "type": mention_type, "attributes": attrs, "resolves_to": to_jsonable(chosen),
+                     "candidates": rows})
         return
     # The first rows in the server's order, the chosen one always among them.
     shown = rows[:limit]

@@ -138,6 +138,25 @@ def test_explain_json_lists_every_candidate(cli, story):
                                           "matched_form", "lever"}
 
 
+def test_resolve_and_explain_take_attributes(cli):
+    first = json.loads(cli("resolve", "crm", "Maria Schmidt", "-a", "birth_date=1961-05-03",
+                           "--attribute", "email=maria@example.org", "--json").stdout)
+    # Another birth date: another Maria Schmidt (a homonym).
+    other = json.loads(cli("resolve", "crm", "Maria Schmidt", "-a", "birth_date=1990-11-20", "--json").stdout)
+    assert other["entity_id"] != first["entity_id"] and other["created"]
+    # The email, whatever the spelling of the name: the first one.
+    again = json.loads(cli("resolve", "crm", "M. Schmidt", "-a", "email=MARIA@example.org", "--json").stdout)
+    assert again["entity_id"] == first["entity_id"]
+    data = json.loads(cli("explain", "crm", "Maria Schmidt", "-a", "birth_date=1990-11-20", "--json").stdout)
+    assert data["attributes"] == {"birth_date": "1990-11-20"}
+    assert data["resolves_to"]["candidate_id"] == other["entity_id"]
+    assert {c["decision"] for c in data["candidates"]} >= {"attribute_conflict"}
+    bad = cli("explain", "crm", "Maria Schmidt", "-a", "birth_date")
+    assert bad.exit_code != 0 and "--attribute: expected NAME=VALUE" in one_error_line(bad)
+    wrong = cli("resolve", "crm", "Maria Schmidt", "-a", "birth_date=someday")
+    assert wrong.exit_code != 0 and "attributes.birth_date" in one_error_line(wrong)
+
+
 def test_explain_writes_nothing(conn, cli):
     cli("explain", "team", "Acme")
     assert conn.execute("SELECT count(*) FROM entity_resolver.entities").fetchone()[0] == 0
