@@ -64,6 +64,10 @@ Nearby = Annotated[Names, Field(
 EventDate = Annotated[Optional[str], Field(
     description="When it happened (ISO 8601); default now.")]
 MentionType = Annotated[Optional[str], Field(description="The mention's type: person, organization, place, ...")]
+Attributes = Annotated[Optional[Dict[str, str]], Field(
+    description="What the mention says besides its name, e.g. {\"email\": \"maria@example.org\", \"birth_date\": "
+                "\"1961-05-03\"}: an email (phone, url, handle) held by one entity identifies it; another birth date "
+                "rules an entity out (two people of one name).")]
 Apply = Annotated[bool, Field(description="false (default): a dry run, nothing written; true: carry it out.")]
 Reason = Annotated[Optional[str], Field(description="Why, for the history.")]
 Limit = Annotated[int, Field(ge=1, le=1000, description="At most this many rows.")]
@@ -75,10 +79,11 @@ class MentionIn(BaseModel):
     text: str
     type: Optional[str] = None
     nearby: Optional[List[str]] = None
+    attributes: Optional[Dict[str, str]] = None
 
 
 MentionList = Annotated[List[Union[str, MentionIn]], BeforeValidator(_one_or_many), Field(
-    description="The fact's mentions: strings, or objects {text, type, nearby}.")]
+    description="The fact's mentions: strings, or objects {text, type, nearby, attributes}.")]
 
 
 class Toolbox:
@@ -125,18 +130,19 @@ def _dry(plan: Dict[str, Any]) -> Dict[str, Any]:
 # -- look-ups -------------------------------------------------------------------
 
 def lookup(tb: Toolbox, bank_id: Bank, mention: Annotated[str, Field(description="The mention text.")],
-           nearby: Nearby = [], type: MentionType = None, event_date: EventDate = None) -> Dict[str, Any]:
+           nearby: Nearby = [], type: MentionType = None, event_date: EventDate = None,
+           attributes: Attributes = None) -> Dict[str, Any]:
     """Which entity a mention would resolve to (or that it would be new), given its context. Writes nothing."""
-    r = tb.client.lookup(bank_id, mention, nearby, event_date, type)
+    r = tb.client.lookup(bank_id, mention, nearby, event_date, type, attributes=attributes)
     return to_jsonable(r)
 
 
 def explain(tb: Toolbox, bank_id: Bank, mention: Annotated[str, Field(description="The mention text.")],
             nearby: Nearby = [], type: MentionType = None, event_date: EventDate = None,
-            limit: Limit = 10) -> Dict[str, Any]:
+            limit: Limit = 10, attributes: Attributes = None) -> Dict[str, Any]:
     """Every candidate for a mention with its signals (name, co-occurrence, recency), score and decision:
     why one is chosen and the others not. Writes nothing."""
-    rows = tb.client.explain(bank_id, mention, nearby, event_date, type)
+    rows = tb.client.explain(bank_id, mention, nearby, event_date, type, attributes=attributes)
     chosen = next((r for r in rows if r.decision in TAKEN), None)
     return {"mention": mention, "resolves_to": to_jsonable(chosen), "candidates": to_jsonable(rows[:limit]),
             "more": max(0, len(rows) - limit)}
@@ -184,7 +190,8 @@ def retain(tb: Toolbox, bank_id: Bank, mentions: MentionList,
     for m in mentions:
         if isinstance(m, dict):   # (an adapter may hand the validated model back as a dict)
             m = MentionIn.model_validate(m)
-        items.append(m if isinstance(m, str) else Mention(m.text, nearby=m.nearby, type=m.type))
+        items.append(m if isinstance(m, str) else Mention(m.text, nearby=m.nearby, type=m.type,
+                                                          attributes=m.attributes))
     r = tb.client.retain(bank_id, items, content=content, event_date=event_date, fact_id=fact_id)
     return to_jsonable(r)
 

@@ -294,3 +294,25 @@ def test_reresolve_is_a_dry_run_unless_applied(conn):
     dry, done = run_session(server_params(conn, "team"), session_fn)
     assert dry["dry_run"] is True and [m["to"]["name"] for m in dry["moves"]] == ["Alex Kim"]
     assert done["dry_run"] is False and done["operation_id"] and len(done["moves"]) == 1
+
+
+def test_an_agent_tells_two_namesakes_apart_by_their_attributes(conn):
+    async def session_fn(s):
+        await s.call_tool("retain", {"bank_id": "crm", "mentions": [
+            {"text": "Maria Schmidt", "type": "person",
+             "attributes": {"birth_date": "1961-05-03", "email": "maria@acme.example"}}, "Berlin office"]})
+        await s.call_tool("retain", {"bank_id": "crm", "mentions": [
+            {"text": "Maria Schmidt", "type": "person", "attributes": {"birth_date": "1990-11-20"}}, "order 4411"]})
+        by_email = result_json(await s.call_tool("lookup", {"bank_id": "crm", "mention": "M. Schmidt",
+                                                            "attributes": {"email": "MARIA@acme.example"}}))
+        by_date = result_json(await s.call_tool("explain", {"bank_id": "crm", "mention": "Maria Schmidt",
+                                                            "attributes": {"birth_date": "1990-11-20"}}))
+        return by_email, by_date
+
+    by_email, by_date = run_session(server_params(conn, "crm"), session_fn)
+    ids = dict(conn.execute("SELECT m.attributes->>'birth_date', m.entity_id::text FROM entity_resolver.mentions m"
+                            " WHERE bank_id = 'crm' AND mention = 'Maria Schmidt'").fetchall())
+    assert len(set(ids.values())) == 2
+    assert by_email["entity_id"] == ids["1961-05-03"] and by_email["decision"] == "identifier"
+    assert by_date["resolves_to"]["candidate_id"] == ids["1990-11-20"]
+    assert {c["decision"] for c in by_date["candidates"]} == {"chosen", "attribute_conflict"}
