@@ -354,3 +354,24 @@ def test_the_client_passes_attributes_on_every_path(bank):
     assert er.lookup(bank.id, "Sarah C.", attributes={"email": "sarah@acme.com"}).decision == "identifier"
     assert [e.decision for e in er.explain(bank.id, "Sarah C.", attributes={"email": "sarah@acme.com"})] == [
         "identifier"]
+
+
+def test_reresolve_moves_a_mention_to_the_homonym_later_evidence_points_at_and_undo_restores(bank):
+    from corrections_helpers import differences, snapshot
+
+    # Heard of before anyone knew there were two: the only Maria Schmidt.
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03"), "Berlin office"], "2026-03-01T09:00:00Z")
+    insert_fact(bank, [person("Maria Schmidt"), "order 4411"], "2026-03-02T09:00:00Z")
+    # The customer, born another day, about the same order: a homonym.
+    insert_fact(bank, [person("Maria Schmidt", birth_date="1990-11-20"), "order 4411"], "2026-03-03T09:00:00Z")
+    colleague, undated, customer = (r[1] for r in placed(bank) if r[0] == "Maria Schmidt")
+    assert undated == colleague and customer != colleague
+    before = snapshot(bank.conn, bank.id)
+    plan = bank.conn.execute(f"SELECT {ER}.reresolve(%s)", (bank.id,)).fetchone()[0]
+    assert [(m["from"]["entity_id"], m["to"]["entity_id"]) for m in plan["moves"]] == [(colleague, customer)]
+    assert snapshot(bank.conn, bank.id) == before
+    applied = bank.conn.execute(f"SELECT {ER}.reresolve(%s, dry_run => false)", (bank.id,)).fetchone()[0]
+    assert [r[1] for r in placed(bank) if r[0] == "Maria Schmidt"] == [colleague, customer, customer]
+    assert differences(bank.conn, bank.id)["differences"] == 0
+    bank.conn.execute(f"SELECT {ER}.undo_operation(%s, %s)", (bank.id, applied["operation_id"]))
+    assert snapshot(bank.conn, bank.id) == before
