@@ -261,9 +261,9 @@ def _flag(i: int, key: str, evaluations, best, state: CallState) -> None:
 # Whether two entities were judged distinct (mark_distinct): read when a
 # mention fits two about equally (decide.judged_rival), once per pair and call.
 SQL_JUDGED = """
-SELECT EXISTS (SELECT 1 FROM entity_judgements
-                WHERE bank_id = $1 AND entity_a = least($2::uuid, $3::uuid) AND entity_b = greatest($2::uuid, $3::uuid))
-       AS judged
+SELECT count(*) > 0 AS judged
+  FROM entity_judgements
+ WHERE bank_id = $1 AND entity_a = least($2::uuid, $3::uuid) AND entity_b = greatest($2::uuid, $3::uuid)
 """
 
 
