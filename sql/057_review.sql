@@ -17,8 +17,19 @@
 --   the fix is the split of that fact from it. Made a new entity: the fix
 --   is the merge of the new entity into the closest name of the bank (or
 --   mark_distinct, in the evidence, to say they differ).
---   (`ambiguous` is an outcome explain_mention shows; provenance does not
---   record it, so the queue cannot list it.)
+--   Also a close call: a recent mention decided `ambiguous` (provenance,
+--   enhanced profile: homonyms nothing told apart, or an identifying value
+--   held by several entities), placed by the documented rule. A tie, so
+--   score 1 (as a decision at the threshold). Its candidates are the other
+--   entities of its entity's name and type and the entities holding an
+--   identifying value it carries; the evidence lists them with their
+--   attributes, the mention's attributes, the explain_mention call that
+--   shows the decision again (the fact's other mentions as nearby, its
+--   date, type and attributes) and reresolve's dry run of those entities.
+--   The fix: the mention is its entity's alone, the merge of that entity
+--   into the likeliest candidate (or mark_distinct, to say it is a third);
+--   else the split of its fact off the entity, then (`then`) the merge of
+--   the split's new entity into the candidate.
 -- Evidence is read from the record (unit_entities), not from the flushed
 -- statistics, so a fact just written counts at once.
 -- Cost: the pairs of close names are found by comparing every two entities
@@ -76,6 +87,33 @@ AS $$ banks.effective_settings_sql $$;
 COMMENT ON FUNCTION {{ internal }}._effective_settings(text) IS
 'Internal: the bank''s settings as resolution reads them (defaults of plpython/settings.py and its overrides).';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._attribute_values(bank_id text, entity_id uuid)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- What an entity's mentions said of it (the entity_attributes view, which
+    -- sql/070 creates after this file: plpgsql reads it when called): each
+    -- attribute with its values, {"birth_date": ["1961-05-03"]}; {} if none.
+    RETURN (
+        SELECT coalesce(jsonb_object_agg(v.attribute, v.vals), '{}')
+        FROM (
+            SELECT ea.attribute, jsonb_agg(ea.value ORDER BY ea.value) AS vals
+            FROM entity_attributes AS ea
+            WHERE ea.bank_id = _attribute_values.bank_id AND ea.entity_id = _attribute_values.entity_id
+            GROUP BY ea.attribute
+        ) AS v
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._attribute_values(text, uuid) IS
+'Internal: the attributes an entity''s mentions carried, each with its values (a jsonb object of arrays), '
+'for review_queue.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._review_items(bank_id text)
 RETURNS TABLE (
     item text,
@@ -98,6 +136,13 @@ DECLARE
     -- A name under the floor is never merged (design §3.4): no closest name.
     floor float8 := (settings ->> 'merge_min_similarity')::float8;
     margin float8 := _close_call_margin();
+    -- The attributes the bank reads as identifying (settings.py's attribute
+    -- kinds): a value held by an entity makes it a candidate of an ambiguous
+    -- mention that carries it.
+    identifying text[] := ARRAY(
+        SELECT k.key FROM jsonb_each_text(settings -> 'attribute_kinds') AS k (key, kind)
+        WHERE k.kind = 'identifying'
+    );
 BEGIN
     -- Every item of the bank, dismissed or not (review_queue filters).
     RETURN QUERY
@@ -215,19 +260,29 @@ BEGIN
 
     RETURN QUERY
     WITH recent AS (
-        -- Decisions the resolver scored, lately, near the threshold (scores
-        -- compared at 6 decimals, as the resolver compares them).
-        SELECT m.unit_id, m.ordinal, m.mention, m.decision, m.score, e.id AS entity, e.canonical_name AS name,
-            e.entity_type, f.fact_id,
-            round((m.score - threshold)::numeric, 6) AS distance
+        -- Decisions of the resolver in the window: those it scored near the
+        -- threshold (scores compared at 6 decimals, as the resolver compares
+        -- them), and those nothing told apart (ambiguous).
+        SELECT m.unit_id, m.ordinal, m.mention, m.decision, m.score, m.event_date, m.attributes,
+            e.id AS entity, e.canonical_name AS name, e.entity_type, f.fact_id, f.mentions AS elements,
+            round((m.score - threshold)::numeric, 6) AS distance,
+            EXISTS (
+                SELECT 1 FROM mentions AS o
+                WHERE o.bank_id = _review_items.bank_id AND o.entity_id = e.id AND o.unit_id <> m.unit_id
+            ) AS elsewhere
         FROM mentions AS m
         INNER JOIN entities AS e ON m.bank_id = e.bank_id AND m.entity_id = e.id
         LEFT JOIN facts AS f ON m.bank_id = f.bank_id AND m.unit_id = f.id
         WHERE
             m.bank_id = _review_items.bank_id AND e.entity_kind = 'regular'
-            AND m.decision IN ('resolved', 'created') AND m.score IS NOT NULL
             AND m.decided_at >= now() - make_interval(days => _close_call_days())
-            AND abs(round((m.score - threshold)::numeric, 6)) <= round(margin::numeric, 6)
+            AND (
+                m.decision = 'ambiguous'
+                OR (
+                    m.decision IN ('resolved', 'created') AND m.score IS NOT NULL
+                    AND abs(round((m.score - threshold)::numeric, 6)) <= round(margin::numeric, 6)
+                )
+            )
     ),
     calls AS (
         SELECT r.*, c.id AS other, c.canonical_name AS other_name, c.sim,
@@ -235,11 +290,7 @@ BEGIN
             (
                 SELECT count(DISTINCT ue.unit_id) FROM unit_entities AS ue
                 WHERE ue.bank_id = _review_items.bank_id AND ue.entity_id IN (r.entity, c.id)
-            ) AS units,
-            EXISTS (
-                SELECT 1 FROM mentions AS o
-                WHERE o.bank_id = _review_items.bank_id AND o.entity_id = r.entity AND o.unit_id <> r.unit_id
-            ) AS elsewhere
+            ) AS units
         FROM recent AS r
         -- A new entity's closest name of the bank (one type, or untyped),
         -- not judged distinct from it: the candidate it nearly was.
@@ -256,6 +307,109 @@ BEGIN
             ORDER BY 3 DESC, x.id
             LIMIT 1
         ) AS c ON TRUE
+        WHERE r.decision <> 'ambiguous'
+    ),
+    rivals AS (
+        -- What an ambiguous mention could have been: the other entities of
+        -- its entity's name and type (homonyms), and the entities of a
+        -- compatible type holding an identifying value it carries (one row
+        -- per value held). When the mention is its entity's alone, a rival
+        -- judged distinct from that entity is settled (the judgement says
+        -- the mention is not that one).
+        SELECT r.unit_id, r.ordinal, x.id, x.canonical_name, x.homonym IS NOT NULL AS homonym,
+            bool_or(c.attribute IS NULL) AS same_name,
+            coalesce(jsonb_object_agg(c.attribute, c.value) FILTER (WHERE c.attribute IS NOT NULL), '{}') AS shared
+        FROM recent AS r
+        CROSS JOIN LATERAL (
+            SELECT e.id, NULL::text AS attribute, NULL::text AS value
+            FROM entities AS e
+            WHERE
+                e.bank_id = _review_items.bank_id AND folded(e.canonical_name) = folded(r.name)
+                AND coalesce(e.entity_type, '') = coalesce(r.entity_type, '')
+            UNION
+            SELECT h.entity_id, a.key, a.value
+            FROM jsonb_each_text(r.attributes) AS a (key, value)
+            INNER JOIN mentions AS h
+                ON
+                    h.bank_id = _review_items.bank_id AND h.attributes IS NOT NULL
+                    AND h.attributes @> jsonb_build_object(a.key, a.value)
+            WHERE a.key = ANY(identifying)
+        ) AS c
+        INNER JOIN entities AS x ON x.bank_id = _review_items.bank_id AND c.id = x.id
+        WHERE
+            r.decision = 'ambiguous' AND x.id <> r.entity AND x.entity_kind = 'regular'
+            AND (x.entity_type IS NULL OR r.entity_type IS NULL OR x.entity_type = r.entity_type)
+            AND (r.elsewhere OR NOT _judged_distinct(_review_items.bank_id, x.id, r.entity))
+        GROUP BY r.unit_id, r.ordinal, x.id, x.canonical_name, x.homonym
+    ),
+    ranked AS (
+        -- The rivals of each mention, the likeliest first: one holding an
+        -- identifying value it carries, then the one of more mentions.
+        SELECT v.*, m.mentions, _attribute_values(_review_items.bank_id, v.id) AS attributes,
+            row_number() OVER (
+                PARTITION BY v.unit_id, v.ordinal ORDER BY v.shared <> '{}' DESC, m.mentions DESC, v.id
+            ) AS n
+        FROM rivals AS v
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS mentions FROM mentions AS h
+            WHERE h.bank_id = _review_items.bank_id AND h.entity_id = v.id
+        ) AS m
+    ),
+    ambiguous AS (
+        SELECT r.*, first.id AS other, first.canonical_name AS other_name,
+            array_agg(v.id ORDER BY v.n) AS others,
+            array_agg(v.canonical_name ORDER BY v.n) AS other_names,
+            jsonb_agg(jsonb_build_object(
+                'entity_id', v.id, 'name', v.canonical_name, 'homonym', v.homonym, 'same_name', v.same_name,
+                'mentions', v.mentions, 'attributes', v.attributes, 'identifying_in_common', v.shared,
+                'fix', CASE
+                    WHEN r.elsewhere THEN format(
+                        'SELECT %I.merge_entities(%L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                        current_schema(), _review_items.bank_id, '<new_entity.entity_id of the split>', v.id)
+                    ELSE format('SELECT %I.merge_entities(%L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                        current_schema(), _review_items.bank_id, r.entity, v.id)
+                END,
+                'mark_distinct', CASE WHEN NOT r.elsewhere THEN format(
+                    'SELECT %I.mark_distinct(%L, %L, %L, dry_run => true);',
+                    current_schema(), _review_items.bank_id, r.entity, v.id) END
+            ) ORDER BY v.n) AS candidates,
+            string_agg(format('%s (%s mention(s)%s%s)', quote_literal(v.canonical_name), v.mentions,
+                CASE WHEN v.same_name THEN ', same name and type' ELSE '' END,
+                CASE WHEN v.shared <> '{}' THEN ', holds ' || v.shared::text ELSE '' END
+                || CASE WHEN v.attributes <> '{}' THEN ', ' || v.attributes::text ELSE '' END), ', ' ORDER BY v.n)
+                AS rivals_text,
+            (SELECT count(*) FROM mentions AS h WHERE h.bank_id = _review_items.bank_id AND h.entity_id = r.entity)
+                AS placed_mentions,
+            _attribute_values(_review_items.bank_id, r.entity) AS placed_attributes,
+            -- The facts behind the item's entities: more is new evidence.
+            (
+                SELECT count(DISTINCT ue.unit_id) FROM unit_entities AS ue
+                WHERE
+                    ue.bank_id = _review_items.bank_id
+                    AND ue.entity_id = ANY(array_prepend(r.entity, array_agg(v.id)))
+            ) AS units,
+            -- The call that shows the decision again: the fact's other
+            -- mentions as nearby, its date, the element's type, its attributes.
+            format('SELECT * FROM %I.explain_mention(%L, %L, %L::text[], %L::timestamptz, %L, %L::jsonb);',
+                current_schema(), _review_items.bank_id, r.mention,
+                ARRAY(
+                    SELECT o.mention FROM mentions AS o
+                    WHERE o.bank_id = _review_items.bank_id AND o.unit_id = r.unit_id AND o.ordinal <> r.ordinal
+                    ORDER BY o.ordinal
+                )::text,
+                r.event_date,
+                CASE
+                    WHEN jsonb_typeof(r.elements -> (r.ordinal - 1)) = 'object'
+                        AND r.elements -> (r.ordinal - 1) ->> 'text' = r.mention
+                        THEN r.elements -> (r.ordinal - 1) ->> 'type'
+                END,
+                r.attributes) AS explain
+        FROM recent AS r
+        INNER JOIN ranked AS v ON r.unit_id = v.unit_id AND r.ordinal = v.ordinal
+        INNER JOIN ranked AS first ON r.unit_id = first.unit_id AND r.ordinal = first.ordinal AND first.n = 1
+        WHERE r.decision = 'ambiguous'
+        GROUP BY r.unit_id, r.ordinal, r.mention, r.decision, r.score, r.event_date, r.attributes, r.entity, r.name,
+            r.entity_type, r.fact_id, r.elements, r.distance, r.elsewhere, first.id, first.canonical_name
     )
     SELECT
         format('close_call:%s:%s', c.unit_id, c.ordinal),
@@ -307,7 +461,58 @@ BEGIN
     FROM calls AS c
     -- A fix must exist: a near miss needs a closest name; a resolved
     -- mention's split needs the entity to keep something.
-    WHERE (c.decision = 'created' AND c.other IS NOT NULL) OR (c.decision = 'resolved' AND c.elsewhere);
+    WHERE (c.decision = 'created' AND c.other IS NOT NULL) OR (c.decision = 'resolved' AND c.elsewhere)
+    UNION ALL
+    SELECT
+        format('close_call:%s:%s', a.unit_id, a.ordinal),
+        'close_call'::text,
+        -- Nothing told the candidates apart: a tie, as close as a call gets
+        -- (a decision at the threshold).
+        1.000::numeric,
+        array_prepend(a.entity, a.others),
+        array_prepend(a.name, a.other_names),
+        jsonb_build_object(
+            'why', format(
+                '%s in %s (%s) was ambiguous, placed by the rule in %s (%s); nothing told it apart from %s',
+                quote_literal(a.mention), coalesce('fact ' || quote_literal(a.fact_id), 'unit ' || a.unit_id),
+                coalesce('attributes ' || a.attributes::text, 'no attributes'), quote_literal(a.name),
+                CASE
+                    WHEN a.elsewhere THEN format('%s other mention(s)', a.placed_mentions - 1)
+                    ELSE 'made for it, no other mention'
+                END || CASE WHEN a.placed_attributes <> '{}' THEN ', ' || a.placed_attributes::text ELSE '' END,
+                a.rivals_text),
+            'mention', a.mention,
+            'unit_id', a.unit_id,
+            'fact_id', a.fact_id,
+            'ordinal', a.ordinal,
+            'decision', a.decision,
+            'score', round(a.score::numeric, 6),
+            'threshold', threshold,
+            'attributes', a.attributes,
+            'placed', jsonb_build_object(
+                'entity_id', a.entity, 'name', a.name, 'holds_other_mentions', a.elsewhere,
+                'mentions', a.placed_mentions, 'attributes', a.placed_attributes
+            ),
+            'candidates', a.candidates,
+            -- Split first, then merge the split's new entity (its id is in
+            -- the split's result) into the one it belongs to.
+            'then', CASE WHEN a.elsewhere THEN a.candidates -> 0 ->> 'fix' END,
+            'or', CASE WHEN NOT a.elsewhere THEN a.candidates -> 0 ->> 'mark_distinct' END,
+            'reresolve', format('SELECT %I.reresolve(%L, entity_ids => %L::uuid[], dry_run => true);',
+                current_schema(), _review_items.bank_id, array_prepend(a.entity, a.others)::text),
+            'explain', a.explain
+        ),
+        a.units::numeric,
+        -- The mention is not its entity's alone: split it off (and merge the
+        -- split into a candidate). It is: merge its entity into a candidate.
+        CASE
+            WHEN a.elsewhere
+                THEN format('SELECT %I.split_entity(%L, %L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                    current_schema(), _review_items.bank_id, a.entity, a.unit_id, a.mention || ' (split)')
+            ELSE format('SELECT %I.merge_entities(%L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                current_schema(), _review_items.bank_id, a.entity, a.other)
+        END
+    FROM ambiguous AS a;
 END;
 $$;
 
