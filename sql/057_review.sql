@@ -3,10 +3,13 @@
 -- (dismiss_review).
 --
 -- Kinds of item:
--- * likely_duplicate: two entities of the bank of the same type (or both
---   untyped) whose folded names are close (pg_trgm similarity at least 0.3)
+-- * likely_duplicate: two entities of the bank whose types do not conflict
+--   (the same type, or either untyped) whose folded names are close (pg_trgm similarity at least 0.3)
 --   and whose facts share partners (another entity appears in facts of
---   both). Pairs judged distinct (mark_distinct) are not items. The fix is
+--   both), or whose names the resolver's screening lets stand for each other
+--   only with context (a nickname, an initial, a shorter name the other's
+--   words cover: _name_fits, plpython/review.py), which the resolver did not
+--   have. Pairs judged distinct (mark_distinct) are not items. The fix is
 --   the merge of the one with fewer mentions into the other.
 -- * likely_over_merge: an entity whose facts fall into two or more groups
 --   with no partner in common (facts linked when they share a partner
@@ -87,6 +90,35 @@ AS $$ banks.effective_settings_sql $$;
 COMMENT ON FUNCTION {{ internal }}._effective_settings(text) IS
 'Internal: the bank''s settings as resolution reads them (defaults of plpython/settings.py and its overrides).';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._types_compatible(a text, b text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- Two entities' types do not conflict: the same type, or either untyped
+    -- (an untyped "Florence" may be the place "Florence"); a person and a
+    -- place conflict. The review's rule for pairs (duplicates, close calls).
+    SELECT _types_compatible.a IS NULL OR _types_compatible.b IS NULL OR _types_compatible.a = _types_compatible.b
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._types_compatible(text, text) IS
+'Internal: whether two entity types do not conflict in review_queue (equal, or either NULL).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._name_fits(bank_id text, a text[], b text[])
+RETURNS text[]
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ review.name_fits_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._name_fits(text, text[], text[]) IS
+'Internal: for each pair of folded names, how the resolver''s screening lets one stand for the other only with '
+'context (initial, variant, covered) or NULL (plpython/review.py); review_queue''s likely duplicates.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._attribute_values(bank_id text, entity_id uuid)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -156,34 +188,71 @@ BEGIN
     close AS (
         SELECT a.id AS a_id, a.canonical_name AS a_name, a.mention_count AS a_count,
             b.id AS b_id, b.canonical_name AS b_name, b.mention_count AS b_count,
-            {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) AS sim
+            {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) AS sim,
+            row_number() OVER (ORDER BY a.id, b.id) AS n
         FROM entities AS a
         INNER JOIN entities AS b ON a.bank_id = b.bank_id AND a.id < b.id
         WHERE
             a.bank_id = _review_items.bank_id AND b.bank_id = _review_items.bank_id
             AND a.entity_kind = 'regular' AND b.entity_kind = 'regular'
-            AND coalesce(a.entity_type, '') = coalesce(b.entity_type, '')
+            AND _types_compatible(a.entity_type, b.entity_type)
             AND {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) >= 0.3
             AND NOT _judged_distinct(_review_items.bank_id, a.id, b.id)
     ),
+    fits AS (
+        -- How the names fit beyond their spelling (one call for the bank's pairs).
+        SELECT f.fit, f.n
+        FROM unnest(_name_fits(
+            _review_items.bank_id,
+            ARRAY(SELECT folded(c.a_name) FROM close AS c ORDER BY c.n),
+            ARRAY(SELECT folded(c.b_name) FROM close AS c ORDER BY c.n)
+        )) WITH ORDINALITY AS f (fit, n)
+    ),
+    fitted AS (
+        -- How many names each entity's name fits so (one: the two names fit
+        -- each other only, as a bare name that fits a single entity does).
+        SELECT x.entity, count(*) AS n
+        FROM close AS c
+        INNER JOIN fits AS f ON c.n = f.n
+        CROSS JOIN LATERAL (VALUES (c.a_id), (c.b_id)) AS x (entity)
+        WHERE f.fit IS NOT NULL
+        GROUP BY x.entity
+    ),
     supported AS (
-        SELECT c.*, (
+        SELECT c.*, f.fit,
+            f.fit IS NOT NULL
+            AND (SELECT x.n FROM fitted AS x WHERE x.entity = c.a_id) = 1
+            AND (SELECT x.n FROM fitted AS x WHERE x.entity = c.b_id) = 1 AS only_fit,
+            (
             SELECT count(*) FROM partners AS p
             INNER JOIN partners AS q ON p.partner = q.partner
             WHERE p.entity = c.a_id AND q.entity = c.b_id AND p.partner NOT IN (c.a_id, c.b_id)
         ) AS shared
         FROM close AS c
+        INNER JOIN fits AS f ON c.n = f.n
     )
     SELECT
         format('likely_duplicate:%s:%s', s.a_id, s.b_id),
         'likely_duplicate'::text,
-        round((s.sim * (1 + ln(1 + s.shared)))::numeric, 3),
+        -- Name evidence: 1 for two names the resolver's rules read as one
+        -- name (a nickname, an initial, a name in short) and that fit no
+        -- other name of the bank so, else the trigram similarity; times the
+        -- partners in common, damped.
+        round((CASE WHEN s.only_fit THEN 1 ELSE s.sim END * (1 + ln(1 + s.shared)))::numeric, 3),
         ARRAY[s.a_id, s.b_id],
         ARRAY[s.a_name, s.b_name],
         jsonb_build_object(
-            'why', format('%s and %s: names %s similar, %s partner(s) in common',
-                quote_literal(s.a_name), quote_literal(s.b_name), round(s.sim::numeric, 2), s.shared),
+            'why', format('%s and %s: names %s similar%s, %s partner(s) in common',
+                quote_literal(s.a_name), quote_literal(s.b_name), round(s.sim::numeric, 2),
+                CASE s.fit
+                    WHEN 'initial' THEN ', one an initial of the other'
+                    WHEN 'variant' THEN ', one a nickname of the other'
+                    WHEN 'covered' THEN ', one the other in short'
+                    ELSE ''
+                END, s.shared),
             'name_similarity', round(s.sim::numeric, 3),
+            'names_fit', s.fit,
+            'names_fit_only_each_other', s.only_fit,
             'shared_partners', s.shared
         ),
         s.shared::numeric,
@@ -196,7 +265,9 @@ BEGIN
                 current_schema(), _review_items.bank_id, s.a_id, s.b_id)
         END
     FROM supported AS s
-    WHERE s.shared > 0;
+    -- Partners in common support a pair; so do names the resolver would let
+    -- stand for each other only with context (_name_fits).
+    WHERE s.shared > 0 OR s.fit IS NOT NULL;
 
     RETURN QUERY
     WITH RECURSIVE facts_of AS (
@@ -301,7 +372,7 @@ BEGIN
             WHERE
                 r.decision = 'created' AND x.bank_id = _review_items.bank_id AND x.id <> r.entity
                 AND x.entity_kind = 'regular'
-                AND (x.entity_type IS NULL OR r.entity_type IS NULL OR x.entity_type = r.entity_type)
+                AND _types_compatible(x.entity_type, r.entity_type)
                 AND NOT _judged_distinct(_review_items.bank_id, x.id, r.entity)
                 AND {{ trgm_schema }}.similarity(folded(x.canonical_name), folded(r.name)) >= floor
             ORDER BY 3 DESC, x.id
@@ -338,7 +409,7 @@ BEGIN
         INNER JOIN entities AS x ON x.bank_id = _review_items.bank_id AND c.id = x.id
         WHERE
             r.decision = 'ambiguous' AND x.id <> r.entity AND x.entity_kind = 'regular'
-            AND (x.entity_type IS NULL OR r.entity_type IS NULL OR x.entity_type = r.entity_type)
+            AND _types_compatible(x.entity_type, r.entity_type)
             AND (r.elsewhere OR NOT _judged_distinct(_review_items.bank_id, x.id, r.entity))
         GROUP BY r.unit_id, r.ordinal, x.id, x.canonical_name, x.homonym
     ),

@@ -96,6 +96,40 @@ def test_an_over_merge_shows_the_smaller_group(conn):
     assert b[0] in item["fix"] and not any(u in item["fix"] for u in a)  # the larger group stays
 
 
+def test_names_that_fit_only_with_context_are_a_likely_duplicate_without_partners(conn):
+    """Bill Turner arrived with nothing William Turner is seen with: the nickname needed context, so the
+    resolver made a new entity. The queue lists the pair, says how the names fit, and gives the merge."""
+    insert_fact(conn, "nick", ["William Turner", "Acme", "renewal"], "2026-03-01T09:00:00Z")
+    insert_fact(conn, "nick", ["William Turner", "Acme"], "2026-03-02T09:00:00Z")
+    insert_fact(conn, "nick", ["Bill Turner", "Oslo"], "2026-03-05T09:00:00Z")
+    [item] = duplicates(conn, "nick")
+    assert sorted(item["names"]) == ["Bill Turner", "William Turner"]
+    ev = item["evidence"]
+    assert ev["names_fit"] == "variant" and ev["shared_partners"] == 0 and "one a nickname of the other" in ev["why"]
+    # The two names fit each other and no other name of the bank: name evidence 1, no partner to damp.
+    assert ev["names_fit_only_each_other"] is True and item["score"] == 1
+    plan = conn.execute(item["fix"].rstrip(";")).fetchone()[0]
+    assert plan["dry_run"] is True and plan["target"]["entity_id"] == entity_id(conn, "nick", "William Turner")
+    # Dismissed, it stays out until a partner in common arrives.
+    call(conn, "dismiss_review", "nick", item["item"])
+    assert duplicates(conn, "nick") == []
+    insert_fact(conn, "nick", ["Bill Turner", "Acme"], "2026-03-06T09:00:00Z")
+    assert [r["item"] for r in duplicates(conn, "nick")] == [item["item"]]
+
+
+def test_a_near_spelling_without_partners_in_common_is_no_likely_duplicate(conn, near_miss):
+    # Jon / John Smithson: a spelling, not a nickname or an initial; nothing shared (the close call lists it).
+    assert duplicates(conn, "near") == []
+
+
+def test_an_untyped_entity_does_not_conflict_with_a_typed_one(conn):
+    # The review's one rule for types (duplicates, close calls): a person and a place conflict, an untyped
+    # "Florence" and the place "Florence" do not.
+    rows = conn.execute(f"SELECT {INTERNAL}._types_compatible(a, b) FROM (VALUES ('person', 'place'),"
+                        " (NULL, 'place'), ('place', NULL), (NULL, NULL), ('place', 'place')) AS t (a, b)").fetchall()
+    assert [r[0] for r in rows] == [False, True, True, True, True]
+
+
 @pytest.mark.parametrize("bank_id, error, message", [
     (None, psycopg.errors.NullValueNotAllowed, "^bank_id: must not be null"),
     ("  ", psycopg.errors.InvalidParameterValue, "^bank_id: must not be empty or blank"),
@@ -286,7 +320,8 @@ def test_an_ambiguous_homonym_is_a_close_call_with_its_evidence_and_fix_calls(co
     other = ev["candidates"][0]["entity_id"]
     assert ev["placed"]["entity_id"] == placed and ev["fact_id"] == "f3"
     assert "'Maria Schmidt' in fact 'f3' (no attributes) was ambiguous" in ev["why"]
-    assert "placed by the rule in 'Maria Schmidt'" in ev["why"] and "nothing told it apart from 'Maria Schmidt' (1 mention(s), same name and type" in ev["why"]
+    assert "placed by the rule in 'Maria Schmidt'" in ev["why"]
+    assert "nothing told it apart from 'Maria Schmidt' (1 mention(s), same name and type" in ev["why"]
     assert "birth_date" in ev["why"]
     before = snapshot(conn, "maria")
     # The explain_mention call shows the decision again: the homonyms, not told apart.
