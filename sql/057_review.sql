@@ -3,10 +3,13 @@
 -- (dismiss_review).
 --
 -- Kinds of item:
--- * likely_duplicate: two entities of the bank of the same type (or both
---   untyped) whose folded names are close (pg_trgm similarity at least 0.3)
+-- * likely_duplicate: two entities of the bank whose types do not conflict
+--   (the same type, or either untyped) whose folded names are close (pg_trgm similarity at least 0.3)
 --   and whose facts share partners (another entity appears in facts of
---   both). Pairs judged distinct (mark_distinct) are not items. The fix is
+--   both), or whose names the resolver's screening lets stand for each other
+--   only with context (a nickname, an initial, a shorter name the other's
+--   words cover: _name_fits, plpython/review.py), which the resolver did not
+--   have. Pairs judged distinct (mark_distinct) are not items. The fix is
 --   the merge of the one with fewer mentions into the other.
 -- * likely_over_merge: an entity whose facts fall into two or more groups
 --   with no partner in common (facts linked when they share a partner
@@ -17,8 +20,19 @@
 --   the fix is the split of that fact from it. Made a new entity: the fix
 --   is the merge of the new entity into the closest name of the bank (or
 --   mark_distinct, in the evidence, to say they differ).
---   (`ambiguous` is an outcome explain_mention shows; provenance does not
---   record it, so the queue cannot list it.)
+--   Also a close call: a recent mention decided `ambiguous` (provenance,
+--   enhanced profile: homonyms nothing told apart, or an identifying value
+--   held by several entities), placed by the documented rule. A tie, so
+--   score 1 (as a decision at the threshold). Its candidates are the other
+--   entities of its entity's name and type and the entities holding an
+--   identifying value it carries; the evidence lists them with their
+--   attributes, the mention's attributes, the explain_mention call that
+--   shows the decision again (the fact's other mentions as nearby, its
+--   date, type and attributes) and reresolve's dry run of those entities.
+--   The fix: the mention is its entity's alone, the merge of that entity
+--   into the likeliest candidate (or mark_distinct, to say it is a third);
+--   else the split of its fact off the entity, then (`then`) the merge of
+--   the split's new entity into the candidate.
 -- Evidence is read from the record (unit_entities), not from the flushed
 -- statistics, so a fact just written counts at once.
 -- Cost: the pairs of close names are found by comparing every two entities
@@ -76,6 +90,62 @@ AS $$ banks.effective_settings_sql $$;
 COMMENT ON FUNCTION {{ internal }}._effective_settings(text) IS
 'Internal: the bank''s settings as resolution reads them (defaults of plpython/settings.py and its overrides).';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._types_compatible(a text, b text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- Two entities' types do not conflict: the same type, or either untyped
+    -- (an untyped "Florence" may be the place "Florence"); a person and a
+    -- place conflict. The review's rule for pairs (duplicates, close calls).
+    SELECT _types_compatible.a IS NULL OR _types_compatible.b IS NULL OR _types_compatible.a = _types_compatible.b
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._types_compatible(text, text) IS
+'Internal: whether two entity types do not conflict in review_queue (equal, or either NULL).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._name_fits(bank_id text, a text[], b text[])
+RETURNS text[]
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ review.name_fits_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._name_fits(text, text[], text[]) IS
+'Internal: for each pair of folded names, how the resolver''s screening lets one stand for the other only with '
+'context (initial, variant, covered) or NULL (plpython/review.py); review_queue''s likely duplicates.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._attribute_values(bank_id text, entity_id uuid)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- What an entity's mentions said of it (the entity_attributes view, which
+    -- sql/070 creates after this file: plpgsql reads it when called): each
+    -- attribute with its values, {"birth_date": ["1961-05-03"]}; {} if none.
+    RETURN (
+        SELECT coalesce(jsonb_object_agg(v.attribute, v.vals), '{}')
+        FROM (
+            SELECT ea.attribute, jsonb_agg(ea.value ORDER BY ea.value) AS vals
+            FROM entity_attributes AS ea
+            WHERE ea.bank_id = _attribute_values.bank_id AND ea.entity_id = _attribute_values.entity_id
+            GROUP BY ea.attribute
+        ) AS v
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._attribute_values(text, uuid) IS
+'Internal: the attributes an entity''s mentions carried, each with its values (a jsonb object of arrays), '
+'for review_queue.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._review_items(bank_id text)
 RETURNS TABLE (
     item text,
@@ -98,6 +168,13 @@ DECLARE
     -- A name under the floor is never merged (design §3.4): no closest name.
     floor float8 := (settings ->> 'merge_min_similarity')::float8;
     margin float8 := _close_call_margin();
+    -- The attributes the bank reads as identifying (settings.py's attribute
+    -- kinds): a value held by an entity makes it a candidate of an ambiguous
+    -- mention that carries it.
+    identifying text[] := ARRAY(
+        SELECT k.key FROM jsonb_each_text(settings -> 'attribute_kinds') AS k (key, kind)
+        WHERE k.kind = 'identifying'
+    );
 BEGIN
     -- Every item of the bank, dismissed or not (review_queue filters).
     RETURN QUERY
@@ -111,34 +188,71 @@ BEGIN
     close AS (
         SELECT a.id AS a_id, a.canonical_name AS a_name, a.mention_count AS a_count,
             b.id AS b_id, b.canonical_name AS b_name, b.mention_count AS b_count,
-            {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) AS sim
+            {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) AS sim,
+            row_number() OVER (ORDER BY a.id, b.id) AS n
         FROM entities AS a
         INNER JOIN entities AS b ON a.bank_id = b.bank_id AND a.id < b.id
         WHERE
             a.bank_id = _review_items.bank_id AND b.bank_id = _review_items.bank_id
             AND a.entity_kind = 'regular' AND b.entity_kind = 'regular'
-            AND coalesce(a.entity_type, '') = coalesce(b.entity_type, '')
+            AND _types_compatible(a.entity_type, b.entity_type)
             AND {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) >= 0.3
             AND NOT _judged_distinct(_review_items.bank_id, a.id, b.id)
     ),
+    fits AS (
+        -- How the names fit beyond their spelling (one call for the bank's pairs).
+        SELECT f.fit, f.n
+        FROM unnest(_name_fits(
+            _review_items.bank_id,
+            ARRAY(SELECT folded(c.a_name) FROM close AS c ORDER BY c.n),
+            ARRAY(SELECT folded(c.b_name) FROM close AS c ORDER BY c.n)
+        )) WITH ORDINALITY AS f (fit, n)
+    ),
+    fitted AS (
+        -- How many names each entity's name fits so (one: the two names fit
+        -- each other only, as a bare name that fits a single entity does).
+        SELECT x.entity, count(*) AS n
+        FROM close AS c
+        INNER JOIN fits AS f ON c.n = f.n
+        CROSS JOIN LATERAL (VALUES (c.a_id), (c.b_id)) AS x (entity)
+        WHERE f.fit IS NOT NULL
+        GROUP BY x.entity
+    ),
     supported AS (
-        SELECT c.*, (
+        SELECT c.*, f.fit,
+            f.fit IS NOT NULL
+            AND (SELECT x.n FROM fitted AS x WHERE x.entity = c.a_id) = 1
+            AND (SELECT x.n FROM fitted AS x WHERE x.entity = c.b_id) = 1 AS only_fit,
+            (
             SELECT count(*) FROM partners AS p
             INNER JOIN partners AS q ON p.partner = q.partner
             WHERE p.entity = c.a_id AND q.entity = c.b_id AND p.partner NOT IN (c.a_id, c.b_id)
         ) AS shared
         FROM close AS c
+        INNER JOIN fits AS f ON c.n = f.n
     )
     SELECT
         format('likely_duplicate:%s:%s', s.a_id, s.b_id),
         'likely_duplicate'::text,
-        round((s.sim * (1 + ln(1 + s.shared)))::numeric, 3),
+        -- Name evidence: 1 for two names the resolver's rules read as one
+        -- name (a nickname, an initial, a name in short) and that fit no
+        -- other name of the bank so, else the trigram similarity; times the
+        -- partners in common, damped.
+        round((CASE WHEN s.only_fit THEN 1 ELSE s.sim END * (1 + ln(1 + s.shared)))::numeric, 3),
         ARRAY[s.a_id, s.b_id],
         ARRAY[s.a_name, s.b_name],
         jsonb_build_object(
-            'why', format('%s and %s: names %s similar, %s partner(s) in common',
-                quote_literal(s.a_name), quote_literal(s.b_name), round(s.sim::numeric, 2), s.shared),
+            'why', format('%s and %s: names %s similar%s, %s partner(s) in common',
+                quote_literal(s.a_name), quote_literal(s.b_name), round(s.sim::numeric, 2),
+                CASE s.fit
+                    WHEN 'initial' THEN ', one an initial of the other'
+                    WHEN 'variant' THEN ', one a nickname of the other'
+                    WHEN 'covered' THEN ', one the other in short'
+                    ELSE ''
+                END, s.shared),
             'name_similarity', round(s.sim::numeric, 3),
+            'names_fit', s.fit,
+            'names_fit_only_each_other', s.only_fit,
             'shared_partners', s.shared
         ),
         s.shared::numeric,
@@ -151,7 +265,9 @@ BEGIN
                 current_schema(), _review_items.bank_id, s.a_id, s.b_id)
         END
     FROM supported AS s
-    WHERE s.shared > 0;
+    -- Partners in common support a pair; so do names the resolver would let
+    -- stand for each other only with context (_name_fits).
+    WHERE s.shared > 0 OR s.fit IS NOT NULL;
 
     RETURN QUERY
     WITH RECURSIVE facts_of AS (
@@ -215,19 +331,29 @@ BEGIN
 
     RETURN QUERY
     WITH recent AS (
-        -- Decisions the resolver scored, lately, near the threshold (scores
-        -- compared at 6 decimals, as the resolver compares them).
-        SELECT m.unit_id, m.ordinal, m.mention, m.decision, m.score, e.id AS entity, e.canonical_name AS name,
-            e.entity_type, f.fact_id,
-            round((m.score - threshold)::numeric, 6) AS distance
+        -- Decisions of the resolver in the window: those it scored near the
+        -- threshold (scores compared at 6 decimals, as the resolver compares
+        -- them), and those nothing told apart (ambiguous).
+        SELECT m.unit_id, m.ordinal, m.mention, m.decision, m.score, m.event_date, m.attributes,
+            e.id AS entity, e.canonical_name AS name, e.entity_type, f.fact_id, f.mentions AS elements,
+            round((m.score - threshold)::numeric, 6) AS distance,
+            EXISTS (
+                SELECT 1 FROM mentions AS o
+                WHERE o.bank_id = _review_items.bank_id AND o.entity_id = e.id AND o.unit_id <> m.unit_id
+            ) AS elsewhere
         FROM mentions AS m
         INNER JOIN entities AS e ON m.bank_id = e.bank_id AND m.entity_id = e.id
         LEFT JOIN facts AS f ON m.bank_id = f.bank_id AND m.unit_id = f.id
         WHERE
             m.bank_id = _review_items.bank_id AND e.entity_kind = 'regular'
-            AND m.decision IN ('resolved', 'created') AND m.score IS NOT NULL
             AND m.decided_at >= now() - make_interval(days => _close_call_days())
-            AND abs(round((m.score - threshold)::numeric, 6)) <= round(margin::numeric, 6)
+            AND (
+                m.decision = 'ambiguous'
+                OR (
+                    m.decision IN ('resolved', 'created') AND m.score IS NOT NULL
+                    AND abs(round((m.score - threshold)::numeric, 6)) <= round(margin::numeric, 6)
+                )
+            )
     ),
     calls AS (
         SELECT r.*, c.id AS other, c.canonical_name AS other_name, c.sim,
@@ -235,11 +361,7 @@ BEGIN
             (
                 SELECT count(DISTINCT ue.unit_id) FROM unit_entities AS ue
                 WHERE ue.bank_id = _review_items.bank_id AND ue.entity_id IN (r.entity, c.id)
-            ) AS units,
-            EXISTS (
-                SELECT 1 FROM mentions AS o
-                WHERE o.bank_id = _review_items.bank_id AND o.entity_id = r.entity AND o.unit_id <> r.unit_id
-            ) AS elsewhere
+            ) AS units
         FROM recent AS r
         -- A new entity's closest name of the bank (one type, or untyped),
         -- not judged distinct from it: the candidate it nearly was.
@@ -250,12 +372,115 @@ BEGIN
             WHERE
                 r.decision = 'created' AND x.bank_id = _review_items.bank_id AND x.id <> r.entity
                 AND x.entity_kind = 'regular'
-                AND (x.entity_type IS NULL OR r.entity_type IS NULL OR x.entity_type = r.entity_type)
+                AND _types_compatible(x.entity_type, r.entity_type)
                 AND NOT _judged_distinct(_review_items.bank_id, x.id, r.entity)
                 AND {{ trgm_schema }}.similarity(folded(x.canonical_name), folded(r.name)) >= floor
             ORDER BY 3 DESC, x.id
             LIMIT 1
         ) AS c ON TRUE
+        WHERE r.decision <> 'ambiguous'
+    ),
+    rivals AS (
+        -- What an ambiguous mention could have been: the other entities of
+        -- its entity's name and type (homonyms), and the entities of a
+        -- compatible type holding an identifying value it carries (one row
+        -- per value held). When the mention is its entity's alone, a rival
+        -- judged distinct from that entity is settled (the judgement says
+        -- the mention is not that one).
+        SELECT r.unit_id, r.ordinal, x.id, x.canonical_name, x.homonym IS NOT NULL AS homonym,
+            bool_or(c.attribute IS NULL) AS same_name,
+            coalesce(jsonb_object_agg(c.attribute, c.value) FILTER (WHERE c.attribute IS NOT NULL), '{}') AS shared
+        FROM recent AS r
+        CROSS JOIN LATERAL (
+            SELECT e.id, NULL::text AS attribute, NULL::text AS value
+            FROM entities AS e
+            WHERE
+                e.bank_id = _review_items.bank_id AND folded(e.canonical_name) = folded(r.name)
+                AND coalesce(e.entity_type, '') = coalesce(r.entity_type, '')
+            UNION
+            SELECT h.entity_id, a.key, a.value
+            FROM jsonb_each_text(r.attributes) AS a (key, value)
+            INNER JOIN mentions AS h
+                ON
+                    h.bank_id = _review_items.bank_id AND h.attributes IS NOT NULL
+                    AND h.attributes @> jsonb_build_object(a.key, a.value)
+            WHERE a.key = ANY(identifying)
+        ) AS c
+        INNER JOIN entities AS x ON x.bank_id = _review_items.bank_id AND c.id = x.id
+        WHERE
+            r.decision = 'ambiguous' AND x.id <> r.entity AND x.entity_kind = 'regular'
+            AND _types_compatible(x.entity_type, r.entity_type)
+            AND (r.elsewhere OR NOT _judged_distinct(_review_items.bank_id, x.id, r.entity))
+        GROUP BY r.unit_id, r.ordinal, x.id, x.canonical_name, x.homonym
+    ),
+    ranked AS (
+        -- The rivals of each mention, the likeliest first: one holding an
+        -- identifying value it carries, then the one of more mentions.
+        SELECT v.*, m.mentions, _attribute_values(_review_items.bank_id, v.id) AS attributes,
+            row_number() OVER (
+                PARTITION BY v.unit_id, v.ordinal ORDER BY v.shared <> '{}' DESC, m.mentions DESC, v.id
+            ) AS n
+        FROM rivals AS v
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS mentions FROM mentions AS h
+            WHERE h.bank_id = _review_items.bank_id AND h.entity_id = v.id
+        ) AS m
+    ),
+    ambiguous AS (
+        SELECT r.*, first.id AS other, first.canonical_name AS other_name,
+            array_agg(v.id ORDER BY v.n) AS others,
+            array_agg(v.canonical_name ORDER BY v.n) AS other_names,
+            jsonb_agg(jsonb_build_object(
+                'entity_id', v.id, 'name', v.canonical_name, 'homonym', v.homonym, 'same_name', v.same_name,
+                'mentions', v.mentions, 'attributes', v.attributes, 'identifying_in_common', v.shared,
+                'fix', CASE
+                    WHEN r.elsewhere THEN format(
+                        'SELECT %I.merge_entities(%L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                        current_schema(), _review_items.bank_id, '<new_entity.entity_id of the split>', v.id)
+                    ELSE format('SELECT %I.merge_entities(%L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                        current_schema(), _review_items.bank_id, r.entity, v.id)
+                END,
+                'mark_distinct', CASE WHEN NOT r.elsewhere THEN format(
+                    'SELECT %I.mark_distinct(%L, %L, %L, dry_run => true);',
+                    current_schema(), _review_items.bank_id, r.entity, v.id) END
+            ) ORDER BY v.n) AS candidates,
+            string_agg(format('%s (%s mention(s)%s%s)', quote_literal(v.canonical_name), v.mentions,
+                CASE WHEN v.same_name THEN ', same name and type' ELSE '' END,
+                CASE WHEN v.shared <> '{}' THEN ', holds ' || v.shared::text ELSE '' END
+                || CASE WHEN v.attributes <> '{}' THEN ', ' || v.attributes::text ELSE '' END), ', ' ORDER BY v.n)
+                AS rivals_text,
+            (SELECT count(*) FROM mentions AS h WHERE h.bank_id = _review_items.bank_id AND h.entity_id = r.entity)
+                AS placed_mentions,
+            _attribute_values(_review_items.bank_id, r.entity) AS placed_attributes,
+            -- The facts behind the item's entities: more is new evidence.
+            (
+                SELECT count(DISTINCT ue.unit_id) FROM unit_entities AS ue
+                WHERE
+                    ue.bank_id = _review_items.bank_id
+                    AND ue.entity_id = ANY(array_prepend(r.entity, array_agg(v.id)))
+            ) AS units,
+            -- The call that shows the decision again: the fact's other
+            -- mentions as nearby, its date, the element's type, its attributes.
+            format('SELECT * FROM %I.explain_mention(%L, %L, %L::text[], %L::timestamptz, %L, %L::jsonb);',
+                current_schema(), _review_items.bank_id, r.mention,
+                ARRAY(
+                    SELECT o.mention FROM mentions AS o
+                    WHERE o.bank_id = _review_items.bank_id AND o.unit_id = r.unit_id AND o.ordinal <> r.ordinal
+                    ORDER BY o.ordinal
+                )::text,
+                r.event_date,
+                CASE
+                    WHEN jsonb_typeof(r.elements -> (r.ordinal - 1)) = 'object'
+                        AND r.elements -> (r.ordinal - 1) ->> 'text' = r.mention
+                        THEN r.elements -> (r.ordinal - 1) ->> 'type'
+                END,
+                r.attributes) AS explain
+        FROM recent AS r
+        INNER JOIN ranked AS v ON r.unit_id = v.unit_id AND r.ordinal = v.ordinal
+        INNER JOIN ranked AS first ON r.unit_id = first.unit_id AND r.ordinal = first.ordinal AND first.n = 1
+        WHERE r.decision = 'ambiguous'
+        GROUP BY r.unit_id, r.ordinal, r.mention, r.decision, r.score, r.event_date, r.attributes, r.entity, r.name,
+            r.entity_type, r.fact_id, r.elements, r.distance, r.elsewhere, first.id, first.canonical_name
     )
     SELECT
         format('close_call:%s:%s', c.unit_id, c.ordinal),
@@ -307,7 +532,58 @@ BEGIN
     FROM calls AS c
     -- A fix must exist: a near miss needs a closest name; a resolved
     -- mention's split needs the entity to keep something.
-    WHERE (c.decision = 'created' AND c.other IS NOT NULL) OR (c.decision = 'resolved' AND c.elsewhere);
+    WHERE (c.decision = 'created' AND c.other IS NOT NULL) OR (c.decision = 'resolved' AND c.elsewhere)
+    UNION ALL
+    SELECT
+        format('close_call:%s:%s', a.unit_id, a.ordinal),
+        'close_call'::text,
+        -- Nothing told the candidates apart: a tie, as close as a call gets
+        -- (a decision at the threshold).
+        1.000::numeric,
+        array_prepend(a.entity, a.others),
+        array_prepend(a.name, a.other_names),
+        jsonb_build_object(
+            'why', format(
+                '%s in %s (%s) was ambiguous, placed by the rule in %s (%s); nothing told it apart from %s',
+                quote_literal(a.mention), coalesce('fact ' || quote_literal(a.fact_id), 'unit ' || a.unit_id),
+                coalesce('attributes ' || a.attributes::text, 'no attributes'), quote_literal(a.name),
+                CASE
+                    WHEN a.elsewhere THEN format('%s other mention(s)', a.placed_mentions - 1)
+                    ELSE 'made for it, no other mention'
+                END || CASE WHEN a.placed_attributes <> '{}' THEN ', ' || a.placed_attributes::text ELSE '' END,
+                a.rivals_text),
+            'mention', a.mention,
+            'unit_id', a.unit_id,
+            'fact_id', a.fact_id,
+            'ordinal', a.ordinal,
+            'decision', a.decision,
+            'score', round(a.score::numeric, 6),
+            'threshold', threshold,
+            'attributes', a.attributes,
+            'placed', jsonb_build_object(
+                'entity_id', a.entity, 'name', a.name, 'holds_other_mentions', a.elsewhere,
+                'mentions', a.placed_mentions, 'attributes', a.placed_attributes
+            ),
+            'candidates', a.candidates,
+            -- Split first, then merge the split's new entity (its id is in
+            -- the split's result) into the one it belongs to.
+            'then', CASE WHEN a.elsewhere THEN a.candidates -> 0 ->> 'fix' END,
+            'or', CASE WHEN NOT a.elsewhere THEN a.candidates -> 0 ->> 'mark_distinct' END,
+            'reresolve', format('SELECT %I.reresolve(%L, entity_ids => %L::uuid[], dry_run => true);',
+                current_schema(), _review_items.bank_id, array_prepend(a.entity, a.others)::text),
+            'explain', a.explain
+        ),
+        a.units::numeric,
+        -- The mention is not its entity's alone: split it off (and merge the
+        -- split into a candidate). It is: merge its entity into a candidate.
+        CASE
+            WHEN a.elsewhere
+                THEN format('SELECT %I.split_entity(%L, %L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                    current_schema(), _review_items.bank_id, a.entity, a.unit_id, a.mention || ' (split)')
+            ELSE format('SELECT %I.merge_entities(%L, ARRAY[%L]::uuid[], %L, dry_run => true);',
+                current_schema(), _review_items.bank_id, a.entity, a.other)
+        END
+    FROM ambiguous AS a;
 END;
 $$;
 

@@ -4,10 +4,13 @@ item until its evidence grows."""
 
 from __future__ import annotations
 
+import json
+
 import psycopg
 import pytest
 
-from corrections_helpers import ER, call, entity_id, insert_fact
+from corrections_helpers import ER, call, entity_id, insert_fact, snapshot
+from shared import INTERNAL
 from test_curation import grant
 
 
@@ -91,6 +94,40 @@ def test_an_over_merge_shows_the_smaller_group(conn):
     plan = conn.execute(item["fix"].rstrip(";")).fetchone()[0]
     assert plan["dry_run"] is True and plan["kind"] == "split"
     assert b[0] in item["fix"] and not any(u in item["fix"] for u in a)  # the larger group stays
+
+
+def test_names_that_fit_only_with_context_are_a_likely_duplicate_without_partners(conn):
+    """Bill Turner arrived with nothing William Turner is seen with: the nickname needed context, so the
+    resolver made a new entity. The queue lists the pair, says how the names fit, and gives the merge."""
+    insert_fact(conn, "nick", ["William Turner", "Acme", "renewal"], "2026-03-01T09:00:00Z")
+    insert_fact(conn, "nick", ["William Turner", "Acme"], "2026-03-02T09:00:00Z")
+    insert_fact(conn, "nick", ["Bill Turner", "Oslo"], "2026-03-05T09:00:00Z")
+    [item] = duplicates(conn, "nick")
+    assert sorted(item["names"]) == ["Bill Turner", "William Turner"]
+    ev = item["evidence"]
+    assert ev["names_fit"] == "variant" and ev["shared_partners"] == 0 and "one a nickname of the other" in ev["why"]
+    # The two names fit each other and no other name of the bank: name evidence 1, no partner to damp.
+    assert ev["names_fit_only_each_other"] is True and item["score"] == 1
+    plan = conn.execute(item["fix"].rstrip(";")).fetchone()[0]
+    assert plan["dry_run"] is True and plan["target"]["entity_id"] == entity_id(conn, "nick", "William Turner")
+    # Dismissed, it stays out until a partner in common arrives.
+    call(conn, "dismiss_review", "nick", item["item"])
+    assert duplicates(conn, "nick") == []
+    insert_fact(conn, "nick", ["Bill Turner", "Acme"], "2026-03-06T09:00:00Z")
+    assert [r["item"] for r in duplicates(conn, "nick")] == [item["item"]]
+
+
+def test_a_near_spelling_without_partners_in_common_is_no_likely_duplicate(conn, near_miss):
+    # Jon / John Smithson: a spelling, not a nickname or an initial; nothing shared (the close call lists it).
+    assert duplicates(conn, "near") == []
+
+
+def test_an_untyped_entity_does_not_conflict_with_a_typed_one(conn):
+    # The review's one rule for types (duplicates, close calls): a person and a place conflict, an untyped
+    # "Florence" and the place "Florence" do not.
+    rows = conn.execute(f"SELECT {INTERNAL}._types_compatible(a, b) FROM (VALUES ('person', 'place'),"
+                        " (NULL, 'place'), ('place', NULL), (NULL, NULL), ('place', 'place')) AS t (a, b)").fetchall()
+    assert [r[0] for r in rows] == [False, True, True, True, True]
 
 
 @pytest.mark.parametrize("bank_id, error, message", [
@@ -225,3 +262,133 @@ def test_a_dismissed_close_call_stays_out_until_new_evidence(conn, near_miss):
     insert_fact(conn, "near", ["Jon Smithson", "Oslo"], "2026-03-07T09:00:00Z")
     [back] = close_calls(conn, "near")
     assert back["item"] == item["item"]
+
+
+# -- ambiguous decisions ------------------------------------------------------------------
+
+
+def maria(attributes=None):
+    element = {"text": "Maria Schmidt", "type": "person"}
+    if attributes:
+        element["attributes"] = attributes
+    return element
+
+
+def ambiguous_calls(conn, bank_id):
+    return [r for r in close_calls(conn, bank_id) if r["evidence"]["decision"] == "ambiguous"]
+
+
+def run(conn, statement):
+    """One call the queue gave, as given (one statement, its one value)."""
+    return conn.execute(statement.rstrip(";")).fetchone()[0]
+
+
+@pytest.fixture
+def homonyms(conn):
+    """Two Maria Schmidts, born years apart (the second a homonym the birth date made), then a bare 'Maria
+    Schmidt' with no attributes and no context: nothing tells them apart, provenance says ambiguous."""
+    for n, born in enumerate(["1961-05-03", "1985-01-01"], 1):
+        conn.execute(f"INSERT INTO {ER}.facts (bank_id, fact_id, mentions) VALUES ('maria', %s, %s)",
+                     (f"f{n}", json.dumps([maria({"birth_date": born})])))
+    unit = str(conn.execute(f"INSERT INTO {ER}.facts (bank_id, fact_id, mentions) VALUES ('maria', 'f3', %s)"
+                            " RETURNING id", (json.dumps([maria()]),)).fetchone()[0])
+    ids = {born: str(i) for born, i in conn.execute(
+        f"SELECT attributes ->> 'birth_date', entity_id FROM {ER}.mentions"
+        " WHERE bank_id = 'maria' AND attributes IS NOT NULL")}
+    return {"unit": unit, **ids}
+
+
+def test_an_ambiguous_homonym_is_a_close_call_with_its_evidence_and_fix_calls(conn, homonyms):
+    # Provenance records ambiguous in the enhanced profile, the default.
+    assert conn.execute(f"SELECT {INTERNAL}._effective_settings('maria') ->> 'profile'").fetchone()[0] == "enhanced"
+    [decided] = conn.execute(f"SELECT entity_id, decision FROM {ER}.mentions WHERE bank_id = 'maria'"
+                             " AND unit_id = %s", (homonyms["unit"],)).fetchall()
+    assert decided[1] == "ambiguous"
+    placed = str(decided[0])
+    [item] = ambiguous_calls(conn, "maria")
+    ev = item["evidence"]
+    assert item["item"] == f"close_call:{homonyms['unit']}:1" and item["score"] == 1
+    # Which entities it could have been: the Maria Schmidts it did not go to (the one it went to comes first;
+    # the rule places it on a homonym, or makes one for it alone), each with its birth date.
+    others = [e for e in (homonyms["1961-05-03"], homonyms["1985-01-01"]) if e != placed]
+    assert str(item["entity_ids"][0]) == placed and sorted(map(str, item["entity_ids"][1:])) == sorted(others)
+    assert set(item["names"]) == {"Maria Schmidt"}
+    assert sorted(r["entity_id"] for r in ev["candidates"]) == sorted(others)
+    assert all(r["same_name"] and r["mentions"] == 1 and list(r["attributes"]) == ["birth_date"]
+               for r in ev["candidates"])
+    assert ev["attributes"] is None
+    other = ev["candidates"][0]["entity_id"]
+    assert ev["placed"]["entity_id"] == placed and ev["fact_id"] == "f3"
+    assert "'Maria Schmidt' in fact 'f3' (no attributes) was ambiguous" in ev["why"]
+    assert "placed by the rule in 'Maria Schmidt'" in ev["why"]
+    assert "nothing told it apart from 'Maria Schmidt' (1 mention(s), same name and type" in ev["why"]
+    assert "birth_date" in ev["why"]
+    before = snapshot(conn, "maria")
+    # The explain_mention call shows the decision again: the homonyms, not told apart.
+    rows = conn.execute(ev["explain"].rstrip(";")).fetchall()
+    assert {str(r[0]) for r in rows} >= {homonyms["1961-05-03"], homonyms["1985-01-01"]}
+    assert "ambiguous" in {r[-3] for r in rows} and "homonyms" in {r[-1] for r in rows}
+    assert run(conn, ev["reresolve"])["dry_run"] is True
+    if ev["placed"]["holds_other_mentions"]:
+        # Placed on a homonym that holds other mentions: split the fact off, then merge the split into the other.
+        plan = run(conn, item["fix"])
+        assert plan["kind"] == "split" and plan["dry_run"] is True and plan["mentions_moved"] == 1
+        assert snapshot(conn, "maria") == before
+        with conn.transaction(force_rollback=True):
+            split = run(conn, item["fix"].replace("dry_run => true", "dry_run => false"))
+            then = ev["then"].replace("<new_entity.entity_id of the split>", split["new_entity"]["entity_id"])
+            merge = run(conn, then)
+            assert merge["kind"] == "merge" and merge["dry_run"] is True and merge["target"]["entity_id"] == other
+    else:
+        # A homonym made for it alone: merge it into the other, or say it is a third.
+        plan = run(conn, item["fix"])
+        assert plan["kind"] == "merge" and plan["target"]["entity_id"] == other
+        assert run(conn, ev["or"])["kind"] == "mark_distinct"
+    assert snapshot(conn, "maria") == before
+
+
+def test_an_identifier_held_by_a_ruled_out_entity_is_an_ambiguous_close_call(conn):
+    """Maria Schmidt's email turns up with another birth date: the one holder is ruled out, so the mention
+    is placed by the rule (a homonym of its own) and listed with the holder as its candidate."""
+    insert_fact(conn, "mail", [maria({"email": "M.Schmidt@example.org", "birth_date": "1961-05-03"}), "Acme"])
+    unit = insert_fact(conn, "mail", [maria({"email": "m.schmidt@example.org", "birth_date": "1985-01-01"}), "Oslo"],
+                       fact_id="f2")
+    [item] = ambiguous_calls(conn, "mail")
+    ev = item["evidence"]
+    assert item["item"] == f"close_call:{unit}:1"
+    assert ev["placed"]["holds_other_mentions"] is False and ev["placed"]["mentions"] == 1
+    assert ev["attributes"] == {"email": "m.schmidt@example.org", "birth_date": "1985-01-01"}
+    [rival] = ev["candidates"]
+    assert rival["identifying_in_common"] == {"email": "m.schmidt@example.org"}
+    assert rival["attributes"]["birth_date"] == ["1961-05-03"]
+    # The explain call carries the fact's other mention, its date and the attributes.
+    assert "'{Oslo}'::text[]" in ev["explain"] and "2026-03-10" in ev["explain"] and "m.schmidt@" in ev["explain"]
+    before = snapshot(conn, "mail")
+    assert conn.execute(ev["explain"].rstrip(";")).fetchall()
+    plan = run(conn, item["fix"])
+    assert plan["kind"] == "merge" and plan["target"]["entity_id"] == rival["entity_id"] and plan["dry_run"] is True
+    assert run(conn, ev["or"])["kind"] == "mark_distinct" and run(conn, rival["mark_distinct"])["dry_run"] is True
+    assert run(conn, ev["reresolve"])["dry_run"] is True
+    assert snapshot(conn, "mail") == before
+    # Judged a third person: settled, no longer an item.
+    run(conn, ev["or"].replace("dry_run => true", "dry_run => false"))
+    assert ambiguous_calls(conn, "mail") == []
+
+
+def test_a_dismissed_ambiguous_call_stays_out_until_new_evidence(conn, homonyms):
+    [item] = ambiguous_calls(conn, "maria")
+    done = call(conn, "dismiss_review", "maria", item["item"], reason="checked")
+    assert done["kind"] == "close_call" and done["evidence"] == 3
+    assert ambiguous_calls(conn, "maria") == []
+    insert_fact(conn, "maria", ["Priya Raman", "Oslo"])          # about neither Maria: no evidence
+    assert ambiguous_calls(conn, "maria") == []
+    conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) VALUES ('maria', %s)",
+                 (json.dumps([maria({"birth_date": "1961-05-03"})]),))  # about one of them: evidence
+    assert [r["item"] for r in ambiguous_calls(conn, "maria")] == [item["item"]]
+
+
+def test_an_old_ambiguous_decision_is_no_close_call(conn, homonyms):
+    conn.execute(f"UPDATE {ER}.mentions"
+                 f" SET decided_at = now() - make_interval(days => {INTERNAL}._close_call_days() + 1)"
+                 " WHERE bank_id = 'maria' AND unit_id = %s", (homonyms["unit"],))
+    assert ambiguous_calls(conn, "maria") == []
