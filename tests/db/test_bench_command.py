@@ -26,6 +26,8 @@ def test_bench_runs_on_a_tiny_bank(pg_cluster):
     assert "300" in data["sizes"] and "evaluation" not in data and "heldout" not in data
     assert data["neighbours"]["others"] == 2000 and data["neighbours"]["ratio_of_medians"] > 0
     assert data["reresolve"]["plan_facts"] == 100 and data["reresolve"]["seconds"] > 0
+    assert data["attributes"]["batches"] == 2 and data["attributes"]["ratio_of_medians"] > 0
+    assert data["attributes"]["mentions_with_attributes_per_batch"] > 0
 
 
 def test_a_bad_size_is_one_error_line_and_exit_status_1(pg_cluster):
