@@ -252,3 +252,27 @@ def test_a_judgement_on_an_entity_the_file_does_not_mention_is_unreproduced(conn
     summary = import_file(conn, path)
     assert (summary.curation["judgements"], summary.curation["unreproduced"]) == (0, 1), summary.curation
     assert judged_names(conn, "copy") == []
+
+
+def test_attributes_go_out_and_come_back_with_their_homonyms(conn, tmp_path):
+    source = tmp_path / "dates.jsonl"
+    source.write_text((ROOT / "bench" / "corpora" / "homonym_dates.jsonl").read_text(encoding="utf-8"),
+                      encoding="utf-8")
+    import_file(conn, source, bank="dated", batch_size=50)
+    exported = tmp_path / "dated_out.jsonl"
+    with exported.open("w", encoding="utf-8") as out:
+        Client(conn).export("dated", out)
+    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert any("attributes" in m for line in lines for m in line["mentions"] if isinstance(m, dict))
+    import_file(conn, exported, bank="dated_copy", batch_size=50)
+    assert partition(conn, "dated_copy") == partition(conn, "dated")
+
+    def held(bank):
+        return sorted(conn.execute(
+            f"SELECT e.canonical_name, a.attribute, a.value, a.mentions, e.homonym IS NOT NULL"
+            f" FROM {ER}.entity_attributes a JOIN {ER}.entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
+            " WHERE a.bank_id = %s", (bank,)).fetchall())
+
+    assert held("dated") and held("dated_copy") == held("dated")
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = 'dated_copy' AND homonym IS NOT NULL"
+                        ).fetchone()[0] > 5
