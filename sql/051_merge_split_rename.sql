@@ -7,6 +7,37 @@
 -- merge_entities
 -- ---------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION {{ internal }}._merged_names(bank_id text, sources uuid[])
+RETURNS text[]
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- The sources' names a merge makes aliases of its target: each once, and
+    -- not one an entity that stays still bears (the target's own name, when
+    -- homonyms merge; another homonym's, which must keep its mentions: an
+    -- alias would take every later mention of the name).
+    SELECT coalesce(array_agg(n.name ORDER BY lower(n.name)), '{}')
+    FROM (
+        SELECT DISTINCT ON (folded(e.canonical_name)) e.canonical_name AS name
+        FROM entities AS e
+        WHERE
+            e.bank_id = _merged_names.bank_id AND e.id = ANY(_merged_names.sources)
+            AND NOT EXISTS (
+                SELECT 1 FROM entities AS o
+                WHERE
+                    o.bank_id = e.bank_id AND o.id <> ALL(_merged_names.sources)
+                    AND folded(o.canonical_name) = folded(e.canonical_name)
+            )
+        ORDER BY folded(e.canonical_name), e.id
+    ) AS n
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._merged_names(text, uuid[]) IS
+'Internal (merge_entities): the sources'' names that become aliases of the target (not a name an entity that '
+'stays still bears: homonyms keep their name).';
+
 CREATE OR REPLACE FUNCTION {{ schema }}.merge_entities(
     bank_id text,
     source_ids uuid[],
@@ -34,6 +65,7 @@ DECLARE
     n bigint;
     units uuid[];
     dates timestamptz[];
+    new_aliases text[];
 BEGIN
     PERFORM _check_id_array(merge_entities.source_ids, 'source_ids', 'entity');
     PERFORM _check_not_null(merge_entities.target_id, 'target_id');
@@ -66,6 +98,7 @@ BEGIN
             taken.entity_id
             USING ERRCODE = 'unique_violation', HINT = 'remove_alias frees it.';
     END IF;
+    new_aliases := _merged_names(b, sources);
 
     SELECT jsonb_build_object(
         'kind', 'merge',
@@ -100,7 +133,7 @@ BEGIN
             SELECT count(*) FROM entity_cooccurrences AS c
             WHERE c.bank_id = b AND c.entity_id_1 = ANY(everyone) AND c.entity_id_2 = ANY(everyone)
         ),
-        'aliases_added', jsonb_agg(e.canonical_name ORDER BY lower(e.canonical_name)) FILTER (WHERE e.id <> target.id),
+        'aliases_added', to_jsonb(new_aliases),
         'forwards', (
             SELECT count(*) FROM entity_forwards AS f WHERE f.bank_id = b AND f.new_id = ANY(sources)
         ) + cardinality(sources)
@@ -168,10 +201,9 @@ BEGIN
     UPDATE entity_aliases AS a SET entity_id = target.id
     WHERE a.bank_id = b AND a.entity_id = ANY(sources);
     INSERT INTO entity_aliases (bank_id, alias, entity_id, source)
-    SELECT b, e.canonical_name, target.id, 'merge'
-    FROM entities AS e
-    WHERE e.bank_id = b AND e.id = ANY(sources)
-    ORDER BY lower(e.canonical_name);
+    SELECT b, n.name, target.id, 'merge'
+    FROM unnest(new_aliases) AS n (name)
+    ORDER BY lower(n.name);
 
     -- Ids: the sources, and ids already forwarded to them, forward to the
     -- target (chains stay one step long).
@@ -237,6 +269,7 @@ DECLARE
     op_id bigint;
     moved_keys text[];
     shared jsonb;
+    same_name boolean;
 BEGIN
     PERFORM _check_not_null(split_entity.entity_id, 'entity_id');
     PERFORM _check_id_array(split_entity.unit_ids, 'unit_ids', 'unit (fact)');
@@ -270,7 +303,13 @@ BEGIN
             one.id, quote_literal(one.canonical_name)
             USING ERRCODE = 'invalid_parameter_value', HINT = 'To give the entity another name, use rename_entity.';
     END IF;
-    PERFORM _check_name(b, split_entity.new_name, 'new_name');
+    -- The entity's own name: the split-off entity is a homonym of it (two
+    -- people of one name, an over-merge repaired); later mentions of the name
+    -- are told apart by attributes and context. Any other name must be free.
+    same_name := fold_name(_check_text(split_entity.new_name, 'new_name', 500)) = fold_name(one.canonical_name);
+    IF NOT same_name THEN
+        PERFORM _check_name(b, split_entity.new_name, 'new_name');
+    END IF;
     -- The source's aliases that moved mentions are written as: kept, every
     -- later mention equal to one still goes to the source, whatever its
     -- context (keep_aliases => false removes them). Folded first (see
@@ -289,7 +328,7 @@ BEGIN
         'summary', format('split %s from %s (%s units)', quote_literal(split_entity.new_name),
             quote_literal(one.canonical_name), cardinality(units)),
         'entity', jsonb_build_object('entity_id', one.id, 'name', one.canonical_name),
-        'new_entity', jsonb_build_object('entity_id', NULL, 'name', split_entity.new_name),
+        'new_entity', jsonb_build_object('entity_id', NULL, 'name', split_entity.new_name, 'homonym', same_name),
         'units', cardinality(units),
         'mentions_moved', (
             SELECT count(*) FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = one.id AND m.unit_id = ANY(units)
@@ -334,8 +373,11 @@ BEGIN
     END IF;
 
     -- Created by an operator: kept when its last mention is forgotten.
-    INSERT INTO entities (bank_id, id, canonical_name, entity_kind, entity_type, curated)
-    VALUES (b, new_id, split_entity.new_name, one.entity_kind, one.entity_type, TRUE);
+    INSERT INTO entities (bank_id, id, canonical_name, entity_kind, entity_type, curated, homonym)
+    VALUES (
+        b, new_id, split_entity.new_name, one.entity_kind, one.entity_type, TRUE,
+        CASE WHEN same_name THEN new_id END
+    );
     UPDATE mentions AS m
     SET entity_id = new_id, decision = 'operator', decided_at = now()
     WHERE m.bank_id = b AND m.entity_id = one.id AND m.unit_id = ANY(units);
@@ -357,7 +399,8 @@ $$;
 
 COMMENT ON FUNCTION {{ schema }}.split_entity(text, uuid, uuid[], text, boolean, text, boolean) IS
 'Operator correction: the mentions and links of an entity in the given units (facts) move to a new entity named '
-'new_name (curated). One transaction, ledgered (undo_operation); dry_run returns the plan without writing. '
+'new_name (curated; a homonym when new_name is the entity''s own name). One transaction, ledgered '
+'(undo_operation); dry_run returns the plan without writing. '
 'aliases_shared: the entity''s aliases that moved mentions are written as; keep_aliases => false removes them.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.rename_entity(

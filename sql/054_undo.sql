@@ -22,7 +22,9 @@ DECLARE
     keys text[];
 BEGIN
     -- A name an undo gives back must be free: another entity may have been
-    -- created with it, or given it as an alias, since.
+    -- created with it, or given it as an alias, since. A homonym may share
+    -- its name (_image_names leaves homonyms out): only another first entity
+    -- of the name (homonym NULL) takes it.
     -- Folded first: fold_name() of a row is not LEAKPROOF, and a bank-bound
     -- curator's look-ups would then read the bank's names.
     keys := ARRAY(SELECT fold_name(n.name) FROM unnest(_check_free_names.names) WITH ORDINALITY AS n (name, i)
@@ -31,7 +33,7 @@ BEGIN
     FROM unnest(_check_free_names.names, keys) AS n (name, key)
     INNER JOIN entities AS e
         ON e.bank_id = _check_free_names.bank_id AND folded(e.canonical_name) = n.key
-    WHERE e.id IS DISTINCT FROM _check_free_names.own
+    WHERE e.id IS DISTINCT FROM _check_free_names.own AND e.homonym IS NULL
     LIMIT 1;
     IF NOT FOUND THEN
         SELECT n.name, e.id, e.canonical_name INTO hit
@@ -65,14 +67,15 @@ AS $$
     -- Reads only the image: no table, so nothing for Citus to plan.
     SELECT ARRAY(
         SELECT r.canonical_name FROM jsonb_populate_recordset(NULL::entities, _image_names.image -> 'entities') AS r
-        WHERE r.id = ANY(_image_names.entity_ids)
+        WHERE r.id = ANY(_image_names.entity_ids) AND r.homonym IS NULL
         UNION ALL
         SELECT r.alias FROM jsonb_populate_recordset(NULL::entity_aliases, _image_names.image -> 'aliases') AS r
     )
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._image_names(jsonb, uuid[]) IS
-'Internal (undo): the names a before-image gives back: those of the given entities, and every alias in it.';
+'Internal (undo): the names a before-image gives back: those of the given entities (homonyms aside: they share '
+'theirs), and every alias in it.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._restore_mentions(bank_id text, image jsonb, moved_to uuid)
 RETURNS bigint
