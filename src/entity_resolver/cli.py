@@ -29,6 +29,7 @@ status tells the kinds apart:
 * 130: interrupted.
 """
 
+import dataclasses
 import difflib
 import enum
 import functools
@@ -719,6 +720,13 @@ def _import(path: Path, name: str, bank: Optional[str], batch: int, skip_bad: bo
     _out().print(table)
 
 
+def _homonyms_named(er: Client, bank: str, rows: List[Any], id_field: str) -> List[Any]:
+    """Rows whose entity shares its name with another (homonyms), renamed to tell it apart (Client.homonym_labels)."""
+    labels = er.homonym_labels(bank, [getattr(r, id_field) for r in rows])
+    return [dataclasses.replace(r, canonical_name=labels[str(getattr(r, id_field))])
+            if str(getattr(r, id_field)) in labels else r for r in rows]
+
+
 # -- resolution ------------------------------------------------------------------
 
 @_command(app, "resolve")
@@ -762,6 +770,8 @@ def explain_cmd(
     attrs = _attributes(attribute)
     with db.client() as er:
         rows = _existing(er, bank, er.explain(bank, mention, near or [], at, mention_type, attributes=attrs))
+        if not db.as_json:
+            rows = _homonyms_named(er, bank, rows, "candidate_id")
         chosen = next((r for r in rows if r.decision in TAKEN), None)
         # The threshold only to say why a candidate under it won (a lever).
         why = (why_chosen(rows, er.settings(bank)["threshold"])
@@ -804,6 +814,8 @@ def entities_cmd(
     """List a bank's entities, most mentioned first."""
     with db.client() as er:
         rows = _existing(er, bank, er.entities(bank, top=top, kind=kind.value if kind else None))
+        if not db.as_json:
+            rows = _homonyms_named(er, bank, rows, "entity_id")
     if db.as_json:
         _print_json(rows)
         return

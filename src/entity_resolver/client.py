@@ -489,18 +489,21 @@ class Client:
                 # The names are folded first (MATERIALIZED): fold_name() of a
                 # column is not LEAKPROOF, which would keep a bank-bound role's
                 # look-ups from the index (folded() of the stored name is).
-                found = dict(c.execute(self._q(
+                # Homonyms share a name: every entity of it, to refuse a guess.
+                found = {r[0]: (r[1], r[2]) for r in c.execute(self._q(
                     "WITH n AS MATERIALIZED (SELECT u.name, {s}.fold_name(u.name) AS key"
                     "   FROM unnest(%s::text[]) AS u (name))"
-                    " SELECT n.name, coalesce("
-                    " (SELECT e.id FROM {s}.entities e"
-                    "   WHERE e.bank_id = %s AND {i}.folded(e.canonical_name) = n.key),"
+                    " SELECT n.name,"
+                    " ARRAY(SELECT e.id FROM {s}.entities e"
+                    "   WHERE e.bank_id = %s AND {i}.folded(e.canonical_name) = n.key ORDER BY e.id),"
                     " (SELECT a.entity_id FROM {s}.entity_aliases a"
-                    "   WHERE a.bank_id = %s AND {i}.folded(a.alias) = n.key))"
-                    " FROM n"), (names, bank_id, bank_id)).fetchall())
+                    "   WHERE a.bank_id = %s AND {i}.folded(a.alias) = n.key)"
+                    " FROM n"), (names, bank_id, bank_id)).fetchall()}
             for i, ref in enumerate(refs):
                 if ids[i] is None:
-                    ids[i] = found.get(str(ref))
+                    named, alias = found.get(str(ref), ([], None))
+                    _one_named(bank_id, str(ref), named, argument)
+                    ids[i] = named[0] if named else alias
                     if ids[i] is None:
                         raise ValueError(f"{argument}: bank {bank_id!r} has no entity named {str(ref)!r}")
         return ids  # type: ignore[return-value]
@@ -745,7 +748,28 @@ class Client:
             " WHERE bank_id = %s AND {i}.folded(name) = {s}.fold_name(%s)",
             (bank_id, name),
         )
+        _one_named(bank_id, name, [r[0] for r in rows], "name")
         return self._entity(rows[0]) if rows else None
+
+    def homonym_labels(self, bank_id: str, ids: Iterable[Union[str, uuid.UUID]]) -> Dict[str, str]:
+        """entity id -> a name that tells it from its homonyms (entities of the bank sharing its name), for those
+        among ``ids`` that have any: the name, a distinguishing attribute it holds, and its id's first 8 digits."""
+        ids = sorted({str(i) for i in ids if i is not None})
+        if not ids:
+            return {}
+        kinds = self.settings(bank_id).get("attribute_kinds") or {}
+        telling = sorted(k for k, v in kinds.items() if v == "distinguishing")
+        rows = self._rows(
+            "SELECT e.id, e.canonical_name,"
+            " (SELECT a.attribute || ' ' || a.value FROM {s}.entity_attributes a"
+            "   WHERE a.bank_id = e.bank_id AND a.entity_id = e.id AND a.attribute = ANY(%s::text[])"
+            "   ORDER BY a.mentions DESC, a.attribute, a.value LIMIT 1)"
+            " FROM {s}.entities e"
+            " WHERE e.bank_id = %s AND e.id = ANY(%s::uuid[]) AND EXISTS ("
+            "   SELECT 1 FROM {s}.entities o WHERE o.bank_id = e.bank_id AND o.id <> e.id"
+            "   AND {i}.folded(o.canonical_name) = {i}.folded(e.canonical_name))",
+            (telling, bank_id, ids))
+        return {str(r[0]): homonym_label(r[1], r[0], r[2]) for r in rows}
 
     def find_entities(self, bank_id: str, name: str, limit: int = 20) -> List[Entity]:
         """Entities whose name starts with ``name`` (case-insensitive): the name itself first, then most mentioned."""
@@ -785,6 +809,19 @@ class Client:
             (bank_id, name, limit),
         )
         return [r[0] for r in rows]
+
+
+def homonym_label(name: str, entity_id: Union[str, uuid.UUID], telling: Optional[str] = None) -> str:
+    """A homonym's name as the CLI shows it: 'Maria Schmidt (birth_date 1961-05-03, 3f2a9c1e)'."""
+    short = str(entity_id).replace("-", "")[:8]
+    return f"{name} ({telling}, {short})" if telling else f"{name} ({short})"
+
+
+def _one_named(bank_id: str, name: str, ids: Sequence[Any], argument: str) -> None:
+    """Refuse a name several entities (homonyms) bear: the caller names one by id."""
+    if len(ids) > 1:
+        raise ValueError(f"{argument}: bank {bank_id!r} has {len(ids)} entities named {name!r} (homonyms): "
+                         f"name one by id ({', '.join(str(i) for i in ids)})")
 
 
 def _as_uuid(value: Any) -> Optional[uuid.UUID]:

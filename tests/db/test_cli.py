@@ -481,3 +481,20 @@ def test_db_start_status_stop_on_a_data_directory_of_its_own():
     finally:
         runner.invoke(app, ["db", "destroy", "--data-dir", datadir, "--yes"], env=env)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_homonyms_are_named_apart_and_a_shared_name_is_refused_where_one_entity_is_meant(cli, conn):
+    for date in ("1961-05-03", "1990-11-20"):
+        cli("resolve", "crm", "Maria Schmidt", "-a", f"birth_date={date}")
+    ids = sorted(str(r[0]) for r in conn.execute(
+        "SELECT id FROM entity_resolver.entities WHERE bank_id = 'crm' AND canonical_name = 'Maria Schmidt'"))
+    assert len(ids) == 2
+    listed = cli("entities", "crm").stdout
+    for date in ("1961-05-03", "1990-11-20"):
+        assert f"Maria Schmidt (birth_date {date}, " in listed
+    explained = cli("explain", "crm", "Maria Schmidt", "-a", "birth_date=1961-05-03").stdout
+    assert "resolves to 'Maria Schmidt (birth_date 1961-05-03, " in explained
+    refused = cli("neighbors", "crm", "maria schmidt")
+    line = one_error_line(refused)
+    assert refused.exit_code != 0 and "2 entities named 'maria schmidt' (homonyms)" in line
+    assert all(i in line for i in ids)

@@ -129,3 +129,19 @@ def test_a_merge_of_differently_named_entities_still_keeps_the_sources_name_as_a
     assert plan["aliases_added"] == ["Anna Berg"]
     assert conn.execute(f"SELECT alias FROM {ER}.entity_aliases WHERE bank_id = %s", (BANK,)).fetchall() == [
         ("Anna Berg",)]
+
+
+def test_a_name_two_homonyms_bear_is_refused_where_one_entity_is_meant(conn):
+    from entity_resolver.client import Client
+
+    fact(conn, [person("Maria Schmidt", birth_date="1961-05-03")], 1)
+    fact(conn, [person("Maria Schmidt", birth_date="1990-11-20")], 2)
+    fact(conn, ["Berlin office"], 3)
+    er = Client(conn)
+    with pytest.raises(ValueError, match=r"^entity: bank 'namesakes' has 2 entities named 'Maria Schmidt' \(homonyms\)"):
+        er.entity_id(BANK, "Maria Schmidt")
+    with pytest.raises(ValueError, match="homonyms"):
+        er.merge(BANK, ["Berlin office"], "maria schmidt", dry_run=True)
+    # By id, it works.
+    (first, _), _ = named(conn)
+    assert str(er.entity_id(BANK, first)) == first
