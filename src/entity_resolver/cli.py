@@ -55,7 +55,7 @@ from rich.text import Text
 
 from entity_resolver import __version__
 from entity_resolver import importer as importer_mod
-from entity_resolver.client import Client, dumps, to_jsonable
+from entity_resolver.client import AmbiguousName, Client, dumps, to_jsonable
 from entity_resolver.embedded import DEFAULT_DATADIR, EmbeddedCluster, EmbeddedError
 from entity_resolver.exporter import GOLD_FORMS
 from entity_resolver.install import (DEFAULT_SHARD_COUNT, InstallError, code_version, install,
@@ -225,6 +225,7 @@ def _handled(fn: Callable) -> Callable:
             msg, systemic = _first_line(exc), True
         except (CliError, ValueError, FileNotFoundError, IsADirectoryError) as exc:
             msg, systemic = _first_line(exc), False
+            sqlstate = getattr(exc, "sqlstate", None)   # AmbiguousName's
         except OSError as exc:
             msg, systemic = _first_line(exc), True
         except KeyboardInterrupt:
@@ -741,12 +742,13 @@ def resolve_cmd(
     with db.client() as er:
         r = er.resolve(bank, mention, near or [], at, resolve=not literal, attributes=attrs)
         er.flush(bank)
+        shown = r if db.as_json else _homonyms_named(er, bank, [r], "entity_id")[0]
     if db.as_json:
         _print_json(r)
         return
     table = _table(f"{mention!r} in bank {bank}", ("mention", "entity", "entity id", "created", "score"),
                    right=("score",))
-    table.add_row(r.mention, r.canonical_name, str(r.entity_id),
+    table.add_row(r.mention, shown.canonical_name, str(r.entity_id),
                   Text("new", style="yellow") if r.created else "existing", fmt(r.score))
     _out().print(table)
 
@@ -840,13 +842,15 @@ def neighbors_cmd(
             hint = f"; did you mean: {', '.join(similar)}?" if similar else ""
             raise CliError(f"bank {bank!r} has no entity named {name!r}{hint}")
         rows = er.neighbors(bank, name, limit=top)
+        labels = {} if db.as_json else er.homonym_labels(bank, [n.neighbor_id for n in rows])
     if db.as_json:
         _print_json({"entity": entity, "neighbors": rows})
         return
     table = _table(f"neighbours of {entity.canonical_name} in bank {bank} ({entity.degree} in all)",
                    ("neighbour", "facts together", "last together"), right=("facts together",))
     for n in rows:
-        table.add_row(n.neighbor_name, str(n.cooccurrence_count), fmt(n.last_cooccurred))
+        table.add_row(labels.get(str(n.neighbor_id), n.neighbor_name), str(n.cooccurrence_count),
+                      fmt(n.last_cooccurred))
     _out().print(table)
 
 
@@ -861,6 +865,8 @@ def facts_cmd(
     with db.client() as er:
         try:
             rows = er.entity_facts(bank, name, max_results=limit)
+        except AmbiguousName:
+            raise   # the name is there: several entities bear it
         except ValueError:
             _require_bank(er, bank)
             similar = er.similar_names(bank, name)
@@ -903,6 +909,8 @@ def graph_cmd(
         _require_bank(er, bank)
         try:
             graph = er.entity_graph(bank, around, depth, max_nodes)
+        except AmbiguousName:
+            raise   # the name is there: several entities bear it
         except ValueError:
             similar = er.similar_names(bank, around or "")
             hint = f"; did you mean: {', '.join(similar)}?" if similar else ""

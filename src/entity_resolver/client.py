@@ -783,7 +783,11 @@ class Client:
         return [self._entity(r) for r in rows]
 
     def neighbors(self, bank_id: str, name: str, limit: int = 50) -> List[Neighbor]:
-        """Entities seen in the same facts as ``name`` (case-insensitive), most often first."""
+        """Entities seen in the same facts as ``name`` (case-insensitive), most often first.
+
+        Refused (AmbiguousName) when homonyms share the name: their
+        neighbourhoods are not one."""
+        self.find_entity(bank_id, name)
         rows = self._rows(
             "SELECT entity_name, neighbor_id, neighbor_name, cooccurrence_count, last_cooccurred"
             " FROM {s}.entity_neighbors WHERE bank_id = %s AND {i}.folded(entity_name) = {s}.fold_name(%s)"
@@ -817,11 +821,24 @@ def homonym_label(name: str, entity_id: Union[str, uuid.UUID], telling: Optional
     return f"{name} ({telling}, {short})" if telling else f"{name} ({short})"
 
 
+class AmbiguousName(ValueError):
+    """A name several entities (homonyms) bear, given where one entity is meant: refused, never one picked.
+
+    A ValueError (a bad argument), with the SQLSTATE the SQL functions give
+    one (22023) and the ids (``ids``) to choose from."""
+
+    sqlstate = "22023"
+
+    def __init__(self, message: str, ids: Sequence[Any]):
+        super().__init__(message)
+        self.ids = list(ids)
+
+
 def _one_named(bank_id: str, name: str, ids: Sequence[Any], argument: str) -> None:
     """Refuse a name several entities (homonyms) bear: the caller names one by id."""
     if len(ids) > 1:
-        raise ValueError(f"{argument}: bank {bank_id!r} has {len(ids)} entities named {name!r} (homonyms): "
-                         f"name one by id ({', '.join(str(i) for i in ids)})")
+        raise AmbiguousName(f"{argument}: bank {bank_id!r} has {len(ids)} entities named {name!r} (homonyms): "
+                            f"name one by id ({', '.join(str(i) for i in ids)})", ids)
 
 
 def _as_uuid(value: Any) -> Optional[uuid.UUID]:
