@@ -57,6 +57,11 @@ def kinds(cfg: Dict[str, Any]) -> Dict[str, str]:
     return cfg.get("attribute_kinds") or {}
 
 
+def named(cfg_kinds: Dict[str, str], kind: str) -> List[str]:
+    """The attribute names the bank gives this kind."""
+    return sorted(n for n, k in cfg_kinds.items() if k == kind)
+
+
 def kind_of(cfg_kinds: Dict[str, str], name: str) -> str:
     """An attribute's kind; one the bank never named is ignored."""
     return cfg_kinds.get(name, IGNORED)

@@ -479,7 +479,7 @@ def _surviving(call: Call):
 
     def surviving(identical):
         ids = [c.id for k, rows in identical.items() if k in dated for c in rows if not c.is_label]
-        names = [n for n, k in call.kinds.items() if k == attributes.DISTINGUISHING]
+        names = attributes.named(call.kinds, attributes.DISTINGUISHING)
         held = attributes.held(call.plpy, call.bank.id, ids, names)
         left = {k: [[c for c in rows if c.is_label or not attributes.fit(mine, held.get(c.id, {})).conflicts]
                     for mine in dated[k]]
@@ -506,7 +506,7 @@ def attribute_fits(call: Call, i: int, ids, view: View, state: CallState) -> Dic
         return {}
     unread = [e for e in ids if not state.is_new(e) and e not in state.bank_held]
     if unread:
-        names = [n for n, k in call.kinds.items() if k == attributes.DISTINGUISHING]
+        names = attributes.named(call.kinds, attributes.DISTINGUISHING)
         state.bank_held.update(attributes.held(call.plpy, call.bank.id, unread, names))
     return attributes.fits(mine, ids, state.values_of)
 

@@ -38,7 +38,7 @@ def fit(a: str, b: str, cfg: Dict[str, Any], data) -> Optional[str]:
     if len(wa) > len(wb):
         a, b, wa, wb = b, a, wb, wa
     # The floor was checked by the caller (pg_trgm similarity): 1.0 here.
-    cand, skipped = screen._screen_one(Candidate(None, b, 1.0, None), screen._rules(a, cfg, None, data))
+    (cand, skipped), = screen.screen(a, [Candidate(None, b, 1.0, None)], cfg, names=data)
     if skipped is not None:
         return None
     if cand.how in (INITIAL, VARIANT):
