@@ -63,6 +63,10 @@ def bench(
     attributes: Annotated[bool, typer.Option("--attributes/--no-attributes", help="Also time the same batches "
                                              "with and without mention attributes at 10,000 entities "
                                              "(bench/attributes_speed.py; under a minute).")] = True,
+    auto_reresolve: Annotated[bool, typer.Option("--auto-reresolve/--no-auto-reresolve", help="Also time the "
+                                                 "write path with the bank setting auto_reresolve on and off, and "
+                                                 "reresolve_queued per queued fact (bench/auto_reresolve.py; about "
+                                                 "2 minutes).")] = True,
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
                                         "workers on this machine (per-call delegation cost, facts/s); figures into "
                                         "docs/scaling.md. Needs Citus installed (make citus).")] = False,
@@ -103,6 +107,7 @@ def bench(
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
                        writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
                        reresolve_facts=reresolve_facts or None, order=order, attributes=attributes,
+                       auto_reresolve=auto_reresolve,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
     if as_json:
         _print_json(result)

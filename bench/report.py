@@ -12,6 +12,7 @@ from bench.pairs import markdown as pairs_markdown
 from bench.order import markdown as order_markdown
 from bench.per_fact import markdown as per_fact_markdown
 from bench.attributes_speed import markdown as attributes_markdown
+from bench.auto_reresolve import markdown as auto_reresolve_markdown
 from bench.reresolve_speed import markdown as reresolve_markdown
 from bench.limits import markdown as limits_markdown
 from bench.names import HUBS
@@ -232,6 +233,8 @@ def markdown(result: Dict[str, Any]) -> str:
         lines += ["", reresolve_markdown(result["reresolve"])]
     if result.get("attributes"):
         lines += [""] + attributes_markdown(result["attributes"])
+    if result.get("auto_reresolve"):
+        lines += [""] + auto_reresolve_markdown(result["auto_reresolve"])
     if result.get("order"):
         lines += ["", "## Order and re-resolution (same run)", "",
                   "Each corpus family replayed in order and in three seeded shuffles (whole facts: each keeps its "

@@ -81,7 +81,7 @@ def _facts(bank, n: int, rng: random.Random) -> List[List[str]]:
 
 
 def _insert_facts(conn: psycopg.Connection, bank_id: str, facts: List[List[str]], rng: random.Random,
-                  chunk: int) -> float:
+                  chunk: int, vacuum: bool = True, first: int = 0) -> float:
     started = time.monotonic()
     for k in range(0, len(facts), chunk):
         part = facts[k:k + chunk]
@@ -89,8 +89,9 @@ def _insert_facts(conn: psycopg.Connection, bank_id: str, facts: List[List[str]]
         dates = [NOW - timedelta(minutes=rng.randrange(60 * 24 * 60)) for _ in part]
         conn.execute(SQL_INSERT, (bank_id, ids, [", ".join(t) for t in part],
                                   [json.dumps(t, ensure_ascii=False) for t in part], dates,
-                                  [f"f{k + n}" for n in range(len(part))]))
-    conn.execute("VACUUM ANALYZE")
+                                  [f"f{first + k + n}" for n in range(len(part))]))
+    if vacuum:
+        conn.execute("VACUUM ANALYZE")
     return time.monotonic() - started
 
 

@@ -52,7 +52,9 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
    replays the corpora in order and in three shuffles, each followed by
    ``reresolve`` (``bench.order``: accuracy and agreement before and after);
 7. times the same 58-mention batches with and without mention attributes at
-   10,000 entities (``bench.attributes_speed``);
+   10,000 entities (``bench.attributes_speed``), and the write path with the
+   bank setting auto_reresolve on and off, then ``reresolve_queued`` per queued
+   fact (``bench.auto_reresolve``);
 8. profiles the PL/Python side at one size (``bench.profiling``): time per
    SQL statement of the resolver, the rest (Python), and a cProfile ranking,
    through a temporary PL/Python function that calls the installed resolver
@@ -86,6 +88,7 @@ from bench.order import measure_order
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
 from bench.attributes_speed import measure_attributes
+from bench.auto_reresolve import measure_auto_reresolve
 from bench.reresolve_speed import measure_reresolve
 from bench.workloads import BATCH_MENTIONS, SCHEMA, SEED, build_bank, make_retain
 from bench.writers import FLUSH_EVERY, measure_writers_exact
@@ -136,6 +139,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
               heldout_seeds: Sequence[int] = heldout.HELDOUT_SEEDS,
               reresolve_facts: Optional[int] = 10_000, order: bool = True, attributes: bool = True,
+              auto_reresolve: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
@@ -148,7 +152,8 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
     ``reresolve_facts``: facts of the 10,000-entity bank whose ``reresolve``
     dry run is timed (None skips it); ``order``: the corpora in order and
     shuffled, before and after ``reresolve`` (needs ``corpora``); ``attributes``:
-    the batches with and without mention attributes (``bench.attributes_speed``).
+    the batches with and without mention attributes (``bench.attributes_speed``);
+    ``auto_reresolve``: the cost of the bank setting (``bench.auto_reresolve``).
     """
     say = progress or (lambda msg: None)
     started = time.monotonic()
@@ -233,6 +238,10 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
         if attributes:
             say("attributes: the same batches with and without mention attributes, 10,000 entities")
             result["attributes"] = measure_attributes(dsn, 10_000, batches=min(batches, 30), seed=seed)
+        if auto_reresolve:
+            say("auto_reresolve: the write path with the setting on and off, then reresolve_queued, 10,000 entities")
+            result["auto_reresolve"] = measure_auto_reresolve(dsn, 10_000, min(5_000, reresolve_facts or 5_000),
+                                                              batches=min(batches, 20), seed=seed)
         if neighbours:
             result["neighbours"] = measure_neighbours(dsn, others=neighbours, batches=min(batches, 20), seed=seed,
                                                       progress=say)

@@ -7,7 +7,8 @@ Two statements, whatever the number of facts:
    the race, and the call's rows take that entity instead (remap);
 2. one row of provenance per mention, the mention increments queued per
    entity (count, latest and earliest event date), and the units linked
-   (_link_units queues one pair increment per unit sharing a pair).
+   (_link_units queues one pair increment per unit sharing a pair), and,
+   where the bank has auto_reresolve on, the units queued for re-resolution.
 """
 
 from typing import List, Optional
@@ -53,6 +54,14 @@ queued AS (
       FROM unnest($9::uuid[], $10::bigint[], $11::timestamptz[], $12::timestamptz[])
            AS q (entity_id, n, latest, earliest)
      ORDER BY q.entity_id
+),
+
+reresolve_queued AS (
+    INSERT INTO reresolve_queue (bank_id, unit_id)
+    SELECT DISTINCT $1 AS bank_id, u.unit_id
+      FROM unnest($17::uuid[]) AS u (unit_id)
+     ORDER BY u.unit_id
+        ON CONFLICT (bank_id, unit_id) DO NOTHING
 )
 
 SELECT CASE WHEN cardinality($13::uuid[]) > 0 THEN _link_units($1, $13, $14, $15) ELSE 0 END AS links
@@ -78,24 +87,27 @@ def create_entities(plpy, bank_id: str, state: CallState) -> None:
     state.remap({e.id: taken[(e.key, e.type or "")] for e in lost if (e.key, e.type or "") in taken})
 
 
-def write(plpy, bank_id: str, state: CallState) -> None:
-    """Provenance, queued mention statistics and links, in one statement."""
+def write(plpy, bank_id: str, state: CallState, queue: bool = False) -> None:
+    """Provenance, queued mention statistics and links, in one statement; ``queue``: the units for
+    re-resolution too (the bank's auto_reresolve)."""
     prov = state.provenance
     ids = sorted(state.mentions)
     counts = [state.mentions[e] for e in ids]
     links = state.links
     db.run(plpy, "write", SQL_WRITE,
            ["text", "uuid[]", "int[]", "text[]", "uuid[]", "text[]", "float8[]", "timestamptz[]",
-            "uuid[]", "bigint[]", "timestamptz[]", "timestamptz[]", "uuid[]", "uuid[]", "timestamptz[]", "text[]"],
+            "uuid[]", "bigint[]", "timestamptz[]", "timestamptz[]", "uuid[]", "uuid[]", "timestamptz[]", "text[]",
+            "uuid[]"],
            [bank_id,
             [r[0] for r in prov], [r[1] for r in prov], [r[2] for r in prov], [r[3] for r in prov],
             [r[4] for r in prov], [r[5] for r in prov], [r[6] for r in prov],
             ids, [c[0] for c in counts], [c[2] for c in counts], [c[4] for c in counts],
             [u for u, _, _ in links], [e for _, e, _ in links], [d for _, _, d in links],
-            [r[7] for r in prov]])
+            [r[7] for r in prov],
+            sorted({r[0] for r in prov}) if queue else []])
 
 
-def persist(plpy, bank_id: str, state: CallState) -> Optional[Exception]:
+def persist(plpy, bank_id: str, state: CallState, queue: bool = False) -> Optional[Exception]:
     """Write everything, or nothing: returns the SQL error of a lost race (entity gone), else None.
 
     An entity chosen by the call may have been deleted since the probe by a
@@ -105,7 +117,7 @@ def persist(plpy, bank_id: str, state: CallState) -> Optional[Exception]:
     """
     with db.attempt(plpy) as outcome:
         create_entities(plpy, bank_id, state)
-        write(plpy, bank_id, state)
+        write(plpy, bank_id, state, queue)
     error = outcome.error
     if error is not None and getattr(error, "sqlstate", None) != "23503":
         raise error

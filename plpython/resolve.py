@@ -444,7 +444,7 @@ def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, wri
             results.append(outcomes)
         if not write:
             return results
-        lost = record.persist(plpy, bank_id, state)
+        lost = record.persist(plpy, bank_id, state, bool(bank.cfg["auto_reresolve"]))
         if lost is None:
             return _written(results, state)
         if attempt == MAX_ATTEMPTS - 1:

@@ -50,6 +50,11 @@ DEFAULTS = {
     # value is not declared is a typo or an extractor's invention: refused
     # unless the bank allows it (it then resolves as a regular name).
     "allow_undeclared_labels": False,
+    # Each unit written is queued (reresolve_queue) for reresolve_queued to
+    # decide its neighbourhood again, outside the writer's transaction: a
+    # writer cannot take the bank's exclusive lock at its commit while other
+    # writers hold it shared.
+    "auto_reresolve": False,
     # "reference": the reference design's decisions, bit for bit.
     # "enhanced": the levers below, each of which can be switched off
     # (docs/accuracy.md); they do nothing under "reference".
@@ -101,6 +106,7 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "max_mentions_per_fact": ("int", 1, 100000, True),
     "max_nearby_per_mention": ("int", 0, 100000, True),
     "allow_undeclared_labels": ("bool", 0, 0, True),
+    "auto_reresolve": ("bool", 0, 0, True),
     "profile": ("enum", 0, 0, True),
     **{name: ("bool", 0, 0, True) for name in LEVERS},
     "name_variants_add": ("pairs", 0, MAX_NAME_DATA, True),

@@ -288,6 +288,9 @@ BEGIN
         TRUE
     FROM unnest(gone_entities, gone_counts) AS g (entity_id, n)
     ORDER BY g.entity_id;
+    -- A unit forgotten is not decided again (auto_reresolve).
+    DELETE FROM reresolve_queue AS q
+    WHERE q.bank_id = b AND q.unit_id = ANY(_forget_units.unit_ids);
     n_mentions := coalesce((SELECT sum(g.n) FROM unnest(gone_counts) AS g (n)), 0);
 
     WITH unlinked AS (

@@ -316,7 +316,7 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_move(text, uuid, jsonb) IS
 'left with nothing (not curated, not judged) is removed. Returns the removed ids.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_plan(
-    bank_id text, entity_ids uuid[], since timestamptz, take_lock boolean
+    bank_id text, entity_ids uuid[], since timestamptz, take_lock boolean, unit_ids uuid[]
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -356,6 +356,7 @@ BEGIN
                 AND (ids IS NULL OR EXISTS (
                     SELECT 1 FROM mentions AS x WHERE x.bank_id = b AND x.unit_id = f.id AND x.entity_id = ANY(ids)
                 ))
+                AND (_reresolve_plan.unit_ids IS NULL OR f.id = ANY(_reresolve_plan.unit_ids))
             ORDER BY f.event_date, f.created_at, f.stored_order, f.id
         );
         unrecorded := _reresolve_unrecorded(b);
@@ -444,16 +445,31 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._reresolve_plan(text, uuid[], timestamptz, boolean) IS
+COMMENT ON FUNCTION {{ internal }}._reresolve_plan(text, uuid[], timestamptz, boolean, uuid[]) IS
 'Internal (reresolve): every move re-resolution would make, in order, found by making them in a subtransaction '
-'rolled back; take_lock: lock the bank and flush its queue inside it (a dry run).';
+'rolled back; take_lock: lock the bank and flush its queue inside it (a dry run); unit_ids: only these facts '
+'(NULL: all in scope).';
 
-CREATE OR REPLACE FUNCTION {{ schema }}.reresolve(
-    bank_id text,
-    entity_ids uuid[] DEFAULT NULL,
-    since timestamptz DEFAULT NULL,
-    dry_run boolean DEFAULT TRUE,
-    reason text DEFAULT NULL
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_plan(
+    bank_id text, entity_ids uuid[], since timestamptz, take_lock boolean
+)
+RETURNS jsonb
+LANGUAGE sql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT _reresolve_plan(bank_id, entity_ids, since, take_lock, NULL)
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_plan(text, uuid[], timestamptz, boolean) IS
+'Internal (reresolve): _reresolve_plan of every fact in scope (no unit_ids).';
+
+-- A re-resolution, decided and (unless a dry run) applied: the plan, then
+-- the ledger's before-image and the moves again. The caller has checked the
+-- arguments and begun the correction (_correction_begin).
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_run(
+    bank_id text, entity_ids uuid[], since timestamptz, unit_ids uuid[], dry_run boolean, reason text, scope jsonb
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -462,9 +478,8 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    b text := check_bank_id(reresolve.bank_id);
-    given uuid;
-    ids uuid[];
+    b text := _reresolve_run.bank_id;
+    ids uuid[] := _reresolve_run.entity_ids;
     plan jsonb;
     touched uuid[];
     units uuid[];
@@ -472,31 +487,17 @@ DECLARE
     image jsonb;
     op_id bigint;
 BEGIN
-    IF reresolve.entity_ids IS NOT NULL THEN
-        PERFORM _check_id_array(reresolve.entity_ids, 'entity_ids', 'entity');
-    END IF;
-    PERFORM _correction_begin(b, reresolve.dry_run);
-    PERFORM _require_bank(b);
-    IF reresolve.entity_ids IS NOT NULL THEN
-        -- In the order given (the first bad one is named); an id merged away
-        -- stands for the entity it became.
-        ids := '{}';
-        FOREACH given IN ARRAY reresolve.entity_ids LOOP
-            ids := ids || (_judged_entity(b, given, 'entity_ids') ->> 'id')::uuid;
-        END LOOP;
-    END IF;
-
     plan := jsonb_build_object(
         'kind', 'reresolve',
         'bank_id', b,
-        'scope', jsonb_build_object('entity_ids', to_jsonb(ids), 'since', reresolve.since),
+        'scope', _reresolve_run.scope,
         'order', 'facts by event_date (none last), then as stored (created_at, stored_order, id); mentions by position'
-    ) || _reresolve_plan(b, ids, reresolve.since, reresolve.dry_run);
+    ) || _reresolve_plan(b, ids, _reresolve_run.since, _reresolve_run.dry_run, _reresolve_run.unit_ids);
     plan := plan || jsonb_build_object('summary', format('reresolve %s fact(s): %s of %s mention(s) moved',
         plan ->> 'facts', plan ->> 'mentions_moved', plan ->> 'mentions_decided'));
-    IF reresolve.dry_run OR jsonb_array_length(plan -> 'moves') = 0 THEN
+    IF _reresolve_run.dry_run OR jsonb_array_length(plan -> 'moves') = 0 THEN
         -- Nothing to write (a dry run, or nothing moves): nothing ledgered.
-        RETURN plan || jsonb_build_object('dry_run', reresolve.dry_run, 'operation_id', NULL);
+        RETURN plan || jsonb_build_object('dry_run', _reresolve_run.dry_run, 'operation_id', NULL);
     END IF;
 
     touched := ARRAY(
@@ -521,7 +522,7 @@ BEGIN
         'pairs', _pairs_image(b, touched),
         'orphans', _orphans(b, touched)
     );
-    op_id := _record_operation(b, 'reresolve', reresolve.reason, touched, plan, image);
+    op_id := _record_operation(b, 'reresolve', _reresolve_run.reason, touched, plan, image);
 
     -- The plan's moves again, fact by fact in its order: the same bank (we
     -- hold its lock), the same moves, the same result.
@@ -543,9 +544,126 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION {{ internal }}._reresolve_run(text, uuid[], timestamptz, uuid[], boolean, text, jsonb) IS
+'Internal (reresolve, reresolve_queued): plan the re-resolution of the facts in scope and, unless a dry run, '
+'apply it as one ledgered operation (scope: what the plan reports as its scope).';
+
+CREATE OR REPLACE FUNCTION {{ schema }}.reresolve(
+    bank_id text,
+    entity_ids uuid[] DEFAULT NULL,
+    since timestamptz DEFAULT NULL,
+    dry_run boolean DEFAULT TRUE,
+    reason text DEFAULT NULL
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := check_bank_id(reresolve.bank_id);
+    given uuid;
+    ids uuid[];
+BEGIN
+    IF reresolve.entity_ids IS NOT NULL THEN
+        PERFORM _check_id_array(reresolve.entity_ids, 'entity_ids', 'entity');
+    END IF;
+    PERFORM _correction_begin(b, reresolve.dry_run);
+    PERFORM _require_bank(b);
+    IF reresolve.entity_ids IS NOT NULL THEN
+        -- In the order given (the first bad one is named); an id merged away
+        -- stands for the entity it became.
+        ids := '{}';
+        FOREACH given IN ARRAY reresolve.entity_ids LOOP
+            ids := ids || (_judged_entity(b, given, 'entity_ids') ->> 'id')::uuid;
+        END LOOP;
+    END IF;
+
+    RETURN _reresolve_run(
+        b, ids, reresolve.since, NULL, reresolve.dry_run, reresolve.reason,
+        jsonb_build_object('entity_ids', to_jsonb(ids), 'since', reresolve.since)
+    );
+END;
+$$;
+
 COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, text) IS
 'Operator correction: decide the bank''s stored facts again against the bank as it now stands (all of them, those '
 'mentioning entity_ids, or those dated since), in order (event_date, then as stored), and move the mentions whose '
 'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
 'entities judged distinct; no entity is created, merged or renamed. dry_run (the default) returns the moves '
 'without writing; applied, one transaction, ledgered (undo_operation).';
+
+-- auto_reresolve: a bank with the setting on queues each unit it writes
+-- (plpython/record.py); reresolve_queued, run on a schedule as flush_stats
+-- is, takes the oldest queued units and decides their neighbourhood again.
+-- Not at the writer's commit: re-resolution locks the bank exclusive, and a
+-- writer holding the lock shared cannot wait for that while other writers
+-- hold it too. The neighbourhood of a unit is the facts that share an entity
+-- with it: where its evidence bears on an earlier decision ("Alex Kim" next
+-- to React) the earlier fact names one of its entities (a bare "Alex" next
+-- to React). Per entity, its most recent facts only (NEIGHBOURS below): a
+-- hub next to half the bank would otherwise make every fact's neighbourhood
+-- the bank.
+CREATE OR REPLACE FUNCTION {{ schema }}.reresolve_queued(
+    bank_id text,
+    max_facts integer DEFAULT 100,
+    dry_run boolean DEFAULT TRUE,
+    reason text DEFAULT NULL
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    neighbours CONSTANT integer := 50;
+    b text := check_bank_id(reresolve_queued.bank_id);
+    n integer := _check_range(reresolve_queued.max_facts, 'max_facts', 1, 10000);
+    taken uuid[];
+    units uuid[];
+    plan jsonb;
+BEGIN
+    PERFORM _correction_begin(b, reresolve_queued.dry_run);
+    PERFORM _require_bank(b);
+    taken := ARRAY(
+        SELECT q.unit_id FROM reresolve_queue AS q
+        WHERE q.bank_id = b
+        ORDER BY q.queued_at, q.unit_id
+        LIMIT n
+    );
+    units := ARRAY(
+        SELECT t.unit_id FROM unnest(taken) AS t (unit_id)
+        UNION
+        SELECT r.unit_id
+        FROM unit_entities AS ue
+        CROSS JOIN LATERAL (
+            SELECT x.unit_id FROM unit_entities AS x
+            WHERE x.bank_id = b AND x.entity_id = ue.entity_id
+            ORDER BY x.event_date DESC NULLS LAST, x.unit_id
+            LIMIT neighbours
+        ) AS r
+        WHERE ue.bank_id = b AND ue.unit_id = ANY(taken)
+    );
+    IF NOT reresolve_queued.dry_run THEN
+        DELETE FROM reresolve_queue AS q WHERE q.bank_id = b AND q.unit_id = ANY(taken);
+    END IF;
+    plan := _reresolve_run(
+        b, NULL, NULL, units, reresolve_queued.dry_run,
+        coalesce(reresolve_queued.reason, format('reresolve_queued: %s queued unit(s)', cardinality(taken))),
+        jsonb_build_object('queued_units', to_jsonb(taken), 'neighbourhood_units', cardinality(units))
+    );
+    RETURN plan || jsonb_build_object(
+        'queued_taken', cardinality(taken),
+        'queued_left', (SELECT count(*) FROM reresolve_queue AS q WHERE q.bank_id = b)
+            - CASE WHEN reresolve_queued.dry_run THEN cardinality(taken) ELSE 0 END
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ schema }}.reresolve_queued(text, integer, boolean, text) IS
+'Operator correction (auto_reresolve): take the bank''s oldest max_facts queued units and decide again the facts '
+'that share an entity with them (per entity its 50 most recent), as reresolve does; applied, one ledgered '
+'operation (undo_operation) that also empties those units from the queue; dry_run (the default) writes nothing. '
+'Run it on a schedule (pg_cron) with dry_run => false.';

@@ -434,6 +434,8 @@ BEGIN
     --     which needs an UPDATE privilege: queued_at, harmless) and deleted
     --     by flushing.
     --   facts: inserted, deleted (links go with them), content corrected.
+    --   reresolve_queue: queued by resolution (auto_reresolve), deleted by
+    --     forgetting a unit and by reresolve_queued.
     --   name_variants, org_suffixes: installation data, read by resolution.
     -- A bank user reads its bindings (bank_roles). The curator adds to a
     -- usage role what corrections write (the functions of
@@ -458,6 +460,7 @@ BEGIN
             ('operations', 'SELECT', both_roles),
             ('entity_judgements', 'SELECT', both_roles),
             ('review_dismissals', 'SELECT', both_roles),
+            ('reresolve_queue', 'SELECT, INSERT, DELETE', both_roles),
             ('name_variants', 'SELECT', both_roles),
             ('org_suffixes', 'SELECT', both_roles),
             ('plpython_modules', 'SELECT', both_roles),

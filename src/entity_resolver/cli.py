@@ -1252,12 +1252,24 @@ def reresolve_cmd(
         "--entity", help="Only the mentions of this entity (id, name or alias; repeatable).")] = None,
     since: Annotated[Optional[str], typer.Option(
         "--since", help="Only the facts dated since this timestamp (e.g. 2026-03-01).")] = None,
+    queued: Annotated[Optional[int], typer.Option(
+        "--queued", min=1, max=10000, metavar="N",
+        help="Instead: the neighbourhood of the N oldest facts queued by the bank's auto_reresolve setting "
+             "(taken off the queue with --apply).")] = None,
     reason: ReasonOpt = None,
     *, db: DbOptions,
 ) -> None:
     """Decide the bank's stored facts again against the bank as it stands, and move what changed (dry run by default)."""
+    if queued is not None and (entities or since):
+        raise typer.BadParameter("--queued decides the queued facts' neighbourhood: not with --entity or --since")
     with db.client() as er:
-        plan = er.reresolve(bank, entities or None, since=since, dry_run=not apply, reason=reason)
+        if queued is not None:
+            plan = er.reresolve_queued(bank, queued, dry_run=not apply, reason=reason)
+        else:
+            plan = er.reresolve(bank, entities or None, since=since, dry_run=not apply, reason=reason)
+        # Homonyms named apart (an entity a move removed is no longer there to tell apart: its name).
+        labels = {} if db.as_json else er.homonym_labels(
+            bank, [m[end]["entity_id"] for m in plan.get("moves") or [] for end in ("from", "to")])
     _print_plan(bank, plan, db.as_json)
     if db.as_json:
         return
@@ -1266,13 +1278,16 @@ def reresolve_cmd(
                        ("fact", "mention", "from", "to", "score", "why"), overflow="fold")
         for m in plan["moves"]:
             score = m.get("new_score")
-            table.add_row(m.get("fact_id") or str(m["unit_id"]), m["mention"], m["from"]["name"], m["to"]["name"],
+            table.add_row(m.get("fact_id") or str(m["unit_id"]), m["mention"],
+                          labels.get(m["from"]["entity_id"], m["from"]["name"]),
+                          labels.get(m["to"]["entity_id"], m["to"]["name"]),
                           "–" if score is None else f"{score:.3f}", m["why"])
         _out().print(table)
     for k in plan.get("kept") or []:
         _out().print(f"  kept {k['mention']!r} in {k.get('fact_id') or k['unit_id']} on {k['name']!r}: {k['why']}")
     if plan.get("dry_run") and plan.get("moves"):
-        _err().print(f"apply with: entity-resolver reresolve {bank} --apply")
+        again = f" --queued {queued}" if queued is not None else ""
+        _err().print(f"apply with: entity-resolver reresolve {bank}{again} --apply")
 
 
 @_command(app, "dismiss")

@@ -591,6 +591,13 @@ class Client:
             lambda c: (bank_id, None if entities is None else self._entity_ids(bank_id, entities, "entities", c),
                        since, dry_run, reason))
 
+    def reresolve_queued(self, bank_id: str, max_facts: int = 100, *, dry_run: bool = True,
+                         reason: Optional[str] = None) -> Dict[str, Any]:
+        """Decide again the neighbourhood of the bank's oldest queued facts (auto_reresolve); a dry run unless
+        ``dry_run=False``, which also takes them off the queue (reresolve_queued)."""
+        return self._correct("SELECT {s}.reresolve_queued(%s, %s, %s, %s)",
+                             lambda c: (bank_id, max_facts, dry_run, reason))
+
     def mark_distinct(self, bank_id: str, a: EntityRef, b: EntityRef, *, reason: Optional[str] = None,
                       dry_run: bool = False) -> Dict[str, Any]:
         """Judge two entities distinct: no merge may make them one until unmarked (mark_distinct)."""

@@ -18,7 +18,7 @@ from entity_resolver.install import InstallError, install, installed_version, is
 
 TENANT_TABLES = {"banks", "entities", "unit_entities", "entity_cooccurrences", "facts", "stats_queue", "bank_roles",
                  "mentions", "entity_aliases", "entity_forwards", "operations", "entity_judgements",
-                 "review_dismissals"}
+                 "review_dismissals", "reresolve_queue"}
 # Installation metadata and data (no bank_id): on every node.
 REFERENCE_TABLES = {"plpython_modules", "schema_migrations", "name_variants", "org_suffixes"}
 # Public functions of a bank that run on the coordinator (they change roles, or

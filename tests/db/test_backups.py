@@ -191,6 +191,7 @@ def filled_bank(conn: psycopg.Connection, bank: str, role: str) -> None:
     # A dismissed review item (dismiss_review needs a standing item; the row is what matters here).
     conn.execute(f"INSERT INTO {SCHEMA}.review_dismissals (bank_id, item, evidence) VALUES (%s, 'likely_over_merge:x', 1)",
                  (bank,))
+    conn.execute(f"INSERT INTO {SCHEMA}.reresolve_queue (bank_id, unit_id) VALUES (%s, gen_random_uuid())", (bank,))
     conn.execute("SET entity_resolver.flush_at_commit = off")
     write(conn, bank, ["Alice Smith", "Oslo"])
     conn.execute("RESET entity_resolver.flush_at_commit")

@@ -28,6 +28,9 @@ def test_bench_runs_on_a_tiny_bank(pg_cluster):
     assert data["reresolve"]["plan_facts"] == 100 and data["reresolve"]["seconds"] > 0
     assert data["attributes"]["batches"] == 2 and data["attributes"]["ratio_of_medians"] > 0
     assert data["attributes"]["mentions_with_attributes_per_batch"] > 0
+    # auto_reresolve: two INSERTs of 10 facts with it on were queued, and reresolve_queued emptied the queue.
+    assert data["auto_reresolve"]["facts"] == 100 and data["auto_reresolve"]["queued"] == 20
+    assert data["auto_reresolve"]["calls"] == 2 and data["auto_reresolve"]["ratio_of_medians"] > 0
 
 
 def test_a_bad_size_is_one_error_line_and_exit_status_1(pg_cluster):

@@ -101,3 +101,27 @@ def test_explain_names_each_candidate_and_the_one_chosen(cli, marias):
     labels = {born: f"Maria Schmidt (birth_date {born}, {entity[:8]})" for born, entity in marias.items()}
     assert all(label in out.stdout for label in labels.values()), out.stdout
     assert f"resolves to {labels['1984-11-20']!r}" in out.stdout
+
+
+def test_reresolve_names_the_homonyms_a_mention_moves_between(conn, cli):
+    # An undated "Maria Schmidt" next to order 4411 came first and went to the
+    # one Maria Schmidt then known, who turned out to be the colleague born
+    # 1961; once the customer born 1984 holds order 4411, decided again it is
+    # hers. The move names both apart.
+    bank = "namesakes-moved"
+    first = insert_fact(conn, bank, [{"text": "Maria Schmidt", "type": "person"}, "order 4411"],
+                        "2026-02-28T09:00:00Z")
+    for day, born, place in ((1, "1961-05-03", "Berlin office"), (2, "1984-11-20", "order 4411"),
+                             (3, "1961-05-03", "Berlin office")):
+        insert_fact(conn, bank, [{"text": "Maria Schmidt", "type": "person", "attributes": {"birth_date": born}},
+                                 place], f"2026-03-0{day}T09:00:00Z")
+    ids = dict(conn.execute(f"SELECT a.value, e.id::text FROM {ER}.entities e JOIN {ER}.entity_attributes a"
+                            " ON a.bank_id = e.bank_id AND a.entity_id = e.id WHERE e.bank_id = %s", (bank,)))
+    out = cli("reresolve", bank)
+    assert out.exit_code == 0, out.output
+    plan = json.loads(cli("reresolve", bank, "--json").stdout)
+    [move] = plan["moves"]
+    assert move["unit_id"] == first and move["from"]["entity_id"] == ids["1961-05-03"]
+    assert move["to"]["entity_id"] == ids["1984-11-20"]
+    assert f"Maria Schmidt (birth_date 1961-05-03, {ids['1961-05-03'][:8]})" in out.stdout
+    assert f"Maria Schmidt (birth_date 1984-11-20, {ids['1984-11-20'][:8]})" in out.stdout

@@ -35,8 +35,8 @@ RELEASED = Path(build.data_dir()) / "extension" / "released"
 # pg_dump, with the identity sequence of the queue. schema_migrations and
 # plpython_modules are the installation's own rows, which CREATE EXTENSION writes.
 TENANT_TABLES = ("bank_roles", "banks", "entities", "entity_aliases", "entity_cooccurrences", "entity_forwards",
-                 "entity_judgements", "facts", "mentions", "operations", "review_dismissals", "stats_queue",
-                 "unit_entities")
+                 "entity_judgements", "facts", "mentions", "operations", "reresolve_queue", "review_dismissals",
+                 "stats_queue", "unit_entities")
 # Rows only operators write (empty in a bank written through the resolver).
 CORRECTION_TABLES = ("entity_aliases", "entity_forwards", "entity_judgements", "operations", "review_dismissals")
 CONFIG_DUMPED = {f"{SCHEMA}.{t}" for t in TENANT_TABLES} | {
@@ -246,7 +246,7 @@ def test_installer_upgrading_a_0_1_0_installation_equals_a_fresh_install_and_kee
     before = entity_state(old)
 
     report = install(old)
-    assert report.applied_migrations == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
+    assert report.applied_migrations == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
     fresh = new_db()
     install(fresh)
     assert_same_catalog(old, fresh, ("0.1.0 upgraded", "fresh"))
@@ -330,7 +330,8 @@ def test_dump_and_restore_round_trips_banks_written_through_the_functions(
         extension_files, new_db, pg_cluster, tmp_path, tenant_role):
     source = new_db()
     create_extension(source)
-    source.execute("SELECT entity_resolver.configure_bank('b1', '{\"threshold\": 0.7}')")
+    # auto_reresolve: the units written are queued (reresolve_queue), and restored with the rest.
+    source.execute("SELECT entity_resolver.configure_bank('b1', '{\"threshold\": 0.7, \"auto_reresolve\": true}')")
     ids = [r[0] for r in source.execute(
         "SELECT entity_id FROM entity_resolver.resolve_mentions('b1', '[\"Alice Smith\", \"Acme Corp\"]')"
         " ORDER BY ord")]

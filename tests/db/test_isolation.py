@@ -47,6 +47,7 @@ def banks(conn):
                      "  WHERE bank_id = %s GROUP BY bank_id) AS e", (bank,))
         conn.execute(f"INSERT INTO {ER}.review_dismissals (bank_id, item, evidence)"
                      " VALUES (%s, 'likely_over_merge:x', 1)", (bank,))
+        conn.execute(f"INSERT INTO {ER}.reresolve_queue (bank_id, unit_id) VALUES (%s, gen_random_uuid())", (bank,))
     conn.execute("SET entity_resolver.flush_at_commit = off")
     conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) VALUES ('B', '[\"Oslo\", \"Bergen\"]')")
     conn.execute("RESET entity_resolver.flush_at_commit")
@@ -176,6 +177,7 @@ def test_a_bank_user_cannot_write_another_bank_through_any_table(banks, roles, c
                               " VALUES ('B', %s, %s)", (b_entity, b_entity_2)),
         "review_dismissals": ("INSERT INTO {}.review_dismissals (bank_id, item, evidence)"
                               " VALUES ('B', 'likely_over_merge:y', 1)", ()),
+        "reresolve_queue": ("INSERT INTO {}.reresolve_queue (bank_id, unit_id) VALUES ('B', %s)", (uuid.uuid4(),)),
     }
     views = {"entity_overview", "entity_neighbors", "entity_attributes"}
     assert set(inserts) == set(bank_tables(banks)) - {"bank_roles"} - views

@@ -41,6 +41,7 @@ EXPECTED_TABLE_PRIVILEGES = {
     "operations": {"SELECT"},
     "entity_judgements": {"SELECT"},
     "review_dismissals": {"SELECT"},
+    "reresolve_queue": {"SELECT", "INSERT", "DELETE"},
     "plpython_modules": {"SELECT"},
     "name_variants": {"SELECT"},
     "org_suffixes": {"SELECT"},
