@@ -637,7 +637,8 @@ def lookup_mention_sql(plpy, bank_id, mention, nearby, event_date, mention_type=
         it = _single(mention, nearby, True, mention_type, attrs)
     o = resolve_call(plpy, bank_id, [Fact("", [it])], event_date, write=False)[0][0]
     if o.created:
-        return [(None, None, o.score, NEW)]
+        # A homonym nothing tells apart from its namesakes would be created: ambiguous, as provenance records it.
+        return [(None, None, o.score, AMBIGUOUS if o.decision == AMBIGUOUS else NEW)]
     return [(o.entity_id, o.canonical_name, o.score, o.decision)]
 
 

@@ -81,6 +81,31 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._correction_lock(text) IS
 'Internal: lock the bank exclusive and apply its queued statistics (an applied correction; reresolve''s plan).';
 
+-- A correction's summary names entities by name; homonyms (entities of the
+-- bank sharing a name, migration 0018) also by the first 8 digits of their
+-- id, so that "merge 'Maria Schmidt' into 'Maria Schmidt'" says which.
+CREATE OR REPLACE FUNCTION {{ internal }}._entity_label(bank_id text, entity_id uuid, name text)
+RETURNS text
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT quote_literal(_entity_label.name) || CASE
+        WHEN EXISTS (
+            SELECT 1 FROM entities AS o
+            WHERE
+                o.bank_id = _entity_label.bank_id AND folded(o.canonical_name) = fold_name(_entity_label.name)
+                AND o.id <> _entity_label.entity_id
+        ) THEN format(' (%s)', left(_entity_label.entity_id::text, 8))
+        ELSE ''
+    END
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._entity_label(text, uuid, text) IS
+'Internal: an entity as a correction''s summary names it: its name quoted, and the first 8 digits of its id when '
+'another entity of the bank bears the name (a homonym).';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._correction_begin(bank_id text, dry_run boolean)
 RETURNS text
 LANGUAGE plpgsql

@@ -105,9 +105,9 @@ BEGIN
         'bank_id', b,
         'summary', format(
             'merge %s into %s',
-            string_agg(quote_literal(e.canonical_name), ', ' ORDER BY lower(e.canonical_name))
+            string_agg(_entity_label(b, e.id, e.canonical_name), ', ' ORDER BY lower(e.canonical_name), e.id)
                 FILTER (WHERE e.id <> target.id),
-            quote_literal(target.canonical_name)
+            _entity_label(b, target.id, target.canonical_name)
         ),
         'target', jsonb_build_object(
             'entity_id', target.id, 'name', target.canonical_name,
@@ -325,8 +325,9 @@ BEGIN
     plan := jsonb_build_object(
         'kind', 'split',
         'bank_id', b,
-        'summary', format('split %s from %s (%s units)', quote_literal(split_entity.new_name),
-            quote_literal(one.canonical_name), cardinality(units)),
+        'summary', format('split %s%s from %s (%s units)', quote_literal(split_entity.new_name),
+            CASE WHEN same_name THEN ' (a new homonym)' ELSE '' END, _entity_label(b, one.id, one.canonical_name),
+            cardinality(units)),
         'entity', jsonb_build_object('entity_id', one.id, 'name', one.canonical_name),
         'new_entity', jsonb_build_object('entity_id', NULL, 'name', split_entity.new_name, 'homonym', same_name),
         'units', cardinality(units),
@@ -447,7 +448,8 @@ BEGIN
     plan := jsonb_build_object(
         'kind', 'rename',
         'bank_id', b,
-        'summary', format('rename %s to %s', quote_literal(one.canonical_name), quote_literal(rename_entity.new_name)),
+        'summary', format('rename %s to %s', _entity_label(b, one.id, one.canonical_name),
+            quote_literal(rename_entity.new_name)),
         'entity_id', one.id,
         'old_name', one.canonical_name,
         'new_name', rename_entity.new_name,
@@ -504,7 +506,8 @@ BEGIN
     plan := jsonb_build_object(
         'kind', 'add_alias',
         'bank_id', b,
-        'summary', format('add alias %s to %s', quote_literal(add_alias.alias), quote_literal(one.canonical_name)),
+        'summary', format('add alias %s to %s', quote_literal(add_alias.alias),
+            _entity_label(b, one.id, one.canonical_name)),
         'entity_id', one.id,
         'name', one.canonical_name,
         'alias', add_alias.alias
@@ -546,7 +549,8 @@ BEGIN
     plan := jsonb_build_object(
         'kind', 'remove_alias',
         'bank_id', b,
-        'summary', format('remove alias %s of %s', quote_literal(one.alias), quote_literal(one.canonical_name)),
+        'summary', format('remove alias %s of %s', quote_literal(one.alias),
+            _entity_label(b, one.entity_id, one.canonical_name)),
         'entity_id', one.entity_id,
         'name', one.canonical_name,
         'alias', one.alias,

@@ -293,7 +293,7 @@ BEGIN
     plan := jsonb_build_object(
         'kind', 'forget_entity',
         'bank_id', b,
-        'summary', format('forget %s', quote_literal(one.canonical_name)),
+        'summary', format('forget %s', _entity_label(b, one.id, one.canonical_name)),
         'entity_id', one.id,
         'name', one.canonical_name,
         'mentions', (SELECT count(*) FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = one.id),

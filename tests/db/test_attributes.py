@@ -323,6 +323,13 @@ def test_explain_agrees_with_resolution_on_attributes(bank):
         chosen = [str(r["candidate_id"]) for r in rows if r["decision"] == "chosen"]
         looked = lookup(bank, "Maria Schmidt", attrs, nearby)
         assert (chosen[0] if chosen else None) == looked[0], (attrs, nearby, rows)
+    # Nothing tells the two apart: resolving would make a third, ambiguous, as provenance would record it.
+    assert lookup(bank, "Maria Schmidt") == (None, "ambiguous")
+    insert_fact(bank, [person("Maria Schmidt")])
+    (text, _, _, decision, _) = placed(bank)[-1]
+    assert (text, decision) == ("Maria Schmidt", "ambiguous")
+    assert bank.conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = %s AND canonical_name = %s",
+                             (bank.id, "Maria Schmidt")).fetchone() == (3,)
 
 
 def test_a_near_spelling_is_found_when_the_birth_date_rules_out_every_identical_name(bank):

@@ -65,6 +65,7 @@ def test_a_split_keeping_the_name_makes_a_homonym_and_later_mentions_find_their_
     before = snapshot(conn, BANK)
     dry = call(conn, "split_entity", BANK, maria, customer, "Maria Schmidt", dry_run=True)
     assert dry["new_entity"] == {"entity_id": None, "name": "Maria Schmidt", "homonym": True}
+    assert dry["summary"] == "split 'Maria Schmidt' (a new homonym) from 'Maria Schmidt' (2 units)"
     assert snapshot(conn, BANK) == before
     plan = call(conn, "split_entity", BANK, maria, customer, "Maria Schmidt", reason="two people")
     other = str(plan["new_entity"]["entity_id"])
@@ -92,7 +93,14 @@ def test_a_merge_of_two_homonyms_adds_no_alias_and_undo_restores_both(conn):
     (first, _), (second, homonym) = named(conn)
     assert homonym == second
     before = snapshot(conn, BANK)
+    # The summary (and history) names each by its id's first digits: the name alone says nothing.
+    judged = call(conn, "mark_distinct", BANK, first, second, dry_run=True)
+    assert judged["summary"] == (f"mark 'Maria Schmidt' ({min(first, second)[:8]}) and "
+                                 f"'Maria Schmidt' ({max(first, second)[:8]}) distinct")
     plan = call(conn, "merge_entities", BANK, [second], first, reason="one person after all")
+    assert plan["summary"] == f"merge 'Maria Schmidt' ({second[:8]}) into 'Maria Schmidt' ({first[:8]})"
+    [history] = conn.execute(f"SELECT summary FROM {ER}.operation_history(%s)", (BANK,)).fetchone()
+    assert history == plan["summary"]
     assert plan["aliases_added"] == []
     assert conn.execute(f"SELECT count(*) FROM {ER}.entity_aliases WHERE bank_id = %s", (BANK,)).fetchone()[0] == 0
     assert named(conn) == [(first, None)]
