@@ -1231,12 +1231,15 @@ def review_cmd(
     """What to review: likely duplicates, over-merges and close calls, each with the dry run that fixes it."""
     with db.client() as er:
         rows = _existing(er, bank, er.review(bank, limit=limit))
+        # Homonyms named apart (entity_ids and names go in pairs).
+        labels = {} if db.as_json else er.homonym_labels(bank, [i for r in rows for i in r.entity_ids])
     if db.as_json:
         _print_json(rows)
         return
     table = _table(f"review of bank {bank}", ("kind", "score", "entities", "why", "fix", "item"), overflow="fold")
     for r in rows:
-        table.add_row(r.kind, str(r.score), ", ".join(r.names), str(r.evidence.get("why", "")), r.fix, r.item)
+        shown = [labels.get(str(i), n) for i, n in zip(r.entity_ids, r.names)]
+        table.add_row(r.kind, str(r.score), ", ".join(shown), str(r.evidence.get("why", "")), r.fix, r.item)
     _out().print(table)
     if not rows:
         _err().print(f"bank {bank!r} has nothing to review")

@@ -125,3 +125,21 @@ def test_reresolve_names_the_homonyms_a_mention_moves_between(conn, cli):
     assert move["to"]["entity_id"] == ids["1984-11-20"]
     assert f"Maria Schmidt (birth_date 1961-05-03, {ids['1961-05-03'][:8]})" in out.stdout
     assert f"Maria Schmidt (birth_date 1984-11-20, {ids['1984-11-20'][:8]})" in out.stdout
+
+
+def test_review_and_history_name_homonyms_apart(conn, cli, marias):
+    # An undated Maria Schmidt with nothing around her: ambiguous, a close call
+    # naming the namesakes; merged away from the CLI, history says which.
+    insert_fact(conn, BANK, [{"text": "Maria Schmidt", "type": "person"}], "2026-03-04T09:00:00Z")
+    out = CliRunner().invoke(app, ["review", BANK, "--dsn", dsn_of(conn)], env=dict(CLEAN_ENV, COLUMNS="1500"),
+                             catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert "close_call" in out.stdout
+    for born, entity in marias.items():
+        assert f"Maria Schmidt (birth_date {born}, {entity[:8]})" in out.stdout
+    old, young = marias["1961-05-03"], marias["1984-11-20"]
+    merged = cli("merge", BANK, young, "--into", old)
+    assert merged.exit_code == 0, merged.output
+    history = cli("history", BANK)
+    assert history.exit_code == 0, history.output
+    assert f"merge 'Maria Schmidt' ({young[:8]}) into 'Maria Schmidt' ({old[:8]})" in history.stdout
