@@ -117,6 +117,8 @@ SQL_RECORD_NUMBERS = [
 SQL_FORMER = [
     "CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_unrecorded(bank_id text)"
     " RETURNS uuid[] LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
+    "CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_unrecorded(bank_id text, entity_ids uuid[])"
+    " RETURNS uuid[] LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
     "CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_fact("
     "bank_id text, unit_id uuid, plan_id text, keep boolean)"
     " RETURNS TABLE (ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8,"

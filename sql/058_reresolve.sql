@@ -127,6 +127,55 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_unrecorded(text) IS
 'Internal (reresolve): the entities with a pair whose kept count is not the record''s (NULL: every entity, while '
 'statistics of the bank are queued).';
 
+-- The same cover for some entities only (those of a scoped plan's facts: a
+-- fact's left-out asks only about its own entities): each entity's pairs,
+-- kept and recounted from its own units, instead of every pair of the bank
+-- (which a plan of a few facts, reresolve_queued's, would pay per call
+-- whatever the bank's size). Equal to _reresolve_unrecorded(bank_id) within
+-- entity_ids (tested).
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_unrecorded(bank_id text, entity_ids uuid[])
+RETURNS uuid[]
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT CASE
+        WHEN EXISTS (SELECT 1 FROM stats_queue AS q WHERE q.bank_id = _reresolve_unrecorded.bank_id) THEN NULL
+        ELSE ARRAY(
+            SELECT s.id FROM unnest(_reresolve_unrecorded.entity_ids) AS s (id)
+            WHERE EXISTS (
+                SELECT 1
+                FROM (
+                    SELECT
+                        CASE WHEN c.entity_id_1 = s.id THEN c.entity_id_2 ELSE c.entity_id_1 END AS other,
+                        c.cooccurrence_count AS n
+                    FROM entity_cooccurrences AS c
+                    WHERE
+                        c.bank_id = _reresolve_unrecorded.bank_id
+                        AND (c.entity_id_1 = s.id OR c.entity_id_2 = s.id)
+                ) AS k
+                FULL JOIN (
+                    SELECT
+                        y.entity_id AS other,
+                        count(*) AS n
+                    FROM unit_entities AS x
+                    INNER JOIN unit_entities AS y
+                        ON x.bank_id = y.bank_id AND x.unit_id = y.unit_id AND x.entity_id <> y.entity_id
+                    WHERE x.bank_id = _reresolve_unrecorded.bank_id AND x.entity_id = s.id
+                    GROUP BY y.entity_id
+                ) AS r ON k.other = r.other
+                WHERE coalesce(k.n, 0) <> coalesce(r.n, 0)
+            )
+            GROUP BY s.id
+            ORDER BY s.id
+        )
+    END
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_unrecorded(text, uuid[]) IS
+'Internal (reresolve): _reresolve_unrecorded(bank_id) within entity_ids, reading only their pairs and units.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_leave_out(bank_id text, unit_id uuid, unrecorded uuid[])
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -359,7 +408,16 @@ BEGIN
                 AND (_reresolve_plan.unit_ids IS NULL OR f.id = ANY(_reresolve_plan.unit_ids))
             ORDER BY f.event_date, f.created_at, f.stored_order, f.id
         );
-        unrecorded := _reresolve_unrecorded(b);
+        IF ids IS NULL AND _reresolve_plan.since IS NULL AND _reresolve_plan.unit_ids IS NULL THEN
+            unrecorded := _reresolve_unrecorded(b);
+        ELSE
+            -- A scoped plan leaves out its own facts only: the cover of their entities.
+            unrecorded := _reresolve_unrecorded(b, ARRAY(
+                SELECT l.entity_id FROM unit_entities AS l WHERE l.bank_id = b AND l.unit_id = ANY(units)
+                UNION
+                SELECT p.entity_id FROM mentions AS p WHERE p.bank_id = b AND p.unit_id = ANY(units)
+            ));
+        END IF;
         FOREACH u IN ARRAY units LOOP
             decided := NULL;
             unit_moves := '[]';

@@ -33,6 +33,8 @@ FAMILIES = [pytest.param(p.stem, marks=[pytest.mark.slow] if p.stem in LARGE els
 FORMER = [
     f"CREATE OR REPLACE FUNCTION {INTERNAL}._reresolve_unrecorded(bank_id text) RETURNS uuid[]"
     " LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
+    f"CREATE OR REPLACE FUNCTION {INTERNAL}._reresolve_unrecorded(bank_id text, entity_ids uuid[]) RETURNS uuid[]"
+    " LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
     f"CREATE OR REPLACE FUNCTION {INTERNAL}._reresolve_fact(bank_id text, unit_id uuid, plan_id text, keep boolean)"
     " RETURNS TABLE (ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8,"
     " decision text) LANGUAGE sql VOLATILE"
@@ -50,6 +52,11 @@ def recounted_plan(conn, bank, **args):
 
 def unrecorded(conn, bank):
     return conn.execute(f"SELECT {INTERNAL}._reresolve_unrecorded(%s)", (bank,)).fetchone()[0]
+
+
+def unrecorded_among(conn, bank, ids):
+    """The scoped cover (a scoped plan's: reresolve_queued, entity_ids, since)."""
+    return conn.execute(f"SELECT {INTERNAL}._reresolve_unrecorded(%s, %s::uuid[])", (bank, ids)).fetchone()[0]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -91,6 +98,13 @@ def test_an_entity_whose_pair_is_not_the_records_is_recounted(conn):
                  " VALUES ('graph', %s, %s, 5)", (a, b))
     assert sorted(unrecorded(conn, "graph")) == sorted([a, b])
     assert call(conn, "reresolve", "graph") == recounted_plan(conn, "graph")
+    # Scoped, the cover of some entities: the bank's, within them.
+    every = sorted(str(i) for i in ids.values())
+    assert unrecorded_among(conn, "graph", every) == sorted([a, b])
+    assert unrecorded_among(conn, "graph", [str(ids["Alex"]), str(ids["React"])]) == [ids["Alex"]]
+    assert unrecorded_among(conn, "graph", [str(ids["React"])]) == []
+    assert (call(conn, "reresolve", "graph", since="2026-01-02")
+            == recounted_plan(conn, "graph", since="2026-01-02"))
 
 
 def test_with_statistics_queued_every_entity_is_recounted(conn):
@@ -99,6 +113,7 @@ def test_with_statistics_queued_every_entity_is_recounted(conn):
                      (json.dumps(["Alex Kim", "React"]),))
         assert conn.execute(f"SELECT count(*) FROM {ER}.stats_queue WHERE bank_id = 'queued'").fetchone()[0] > 0
         assert unrecorded(conn, "queued") is None
+        assert unrecorded_among(conn, "queued", []) is None
 
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
@@ -118,3 +133,15 @@ def test_on_any_bank_subtracting_plans_what_recounting_plans(conn, facts):
                      (bank, json.dumps(mentions), days))
     assert unrecorded(conn, bank) == []
     assert call(conn, "reresolve", bank) == recounted_plan(conn, bank)
+    # Some pairs made wrong by hand (an imported graph): the scoped cover is the bank's, within any set.
+    ids = [r[0] for r in conn.execute(f"SELECT id FROM {ER}.entities WHERE bank_id = %s ORDER BY id", (bank,))]
+    for x, y in zip(ids[::3], ids[1::3]):
+        conn.execute(f"INSERT INTO {ER}.entity_cooccurrences AS c (bank_id, entity_id_1, entity_id_2,"
+                     " cooccurrence_count) VALUES (%s, %s, %s, 7) ON CONFLICT (bank_id, entity_id_1, entity_id_2)"
+                     " DO UPDATE SET cooccurrence_count = c.cooccurrence_count + 7", (bank, min(x, y), max(x, y)))
+    whole = set(unrecorded(conn, bank))
+    for some in (ids, ids[::2], ids[1::2], ids[:1]):
+        assert unrecorded_among(conn, bank, some) == sorted(whole & set(some))
+    first = conn.execute(f"SELECT min(event_date) + interval '1 day' FROM {ER}.facts WHERE bank_id = %s",
+                         (bank,)).fetchone()[0]
+    assert call(conn, "reresolve", bank, since=first) == recounted_plan(conn, bank, since=first)
