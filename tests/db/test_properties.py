@@ -99,7 +99,7 @@ MENTIONS = st.one_of(st.lists(ELEMENT, max_size=6), JSON)
 SETTINGS_KEYS = ["name_weight", "cooccurrence_weight", "recency_weight", "threshold", "recency_window_days",
                  "merge_min_similarity", "candidate_similarity", "max_candidates", "intrabatch_similarity",
                  "intrabatch_max_names", "expansion_per_entity_limit", "max_mentions_per_call",
-                 "max_mentions_per_fact", "max_nearby_per_mention", "allow_undeclared_labels",
+                 "max_mentions_per_fact", "max_nearby_per_mention", "allow_undeclared_labels", "auto_reresolve",
                  "profile", "bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity",
                  "alias_memory", "misspellings", "name_variants_add", "name_variants_remove", "org_suffixes_add",
                  "org_suffixes_remove", "attribute_kinds"]
