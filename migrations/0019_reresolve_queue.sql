@@ -24,3 +24,7 @@ COMMENT ON COLUMN {{ schema }}.reresolve_queue.bank_id IS 'Owning bank.';
 COMMENT ON COLUMN {{ schema }}.reresolve_queue.unit_id IS 'The unit (a fact''s id, or a retain''s or resolve call''s).';
 COMMENT ON COLUMN {{ schema }}.reresolve_queue.queued_at IS 'When its unit was written (the oldest are taken first).';
 COMMENT ON INDEX {{ schema }}.reresolve_queue_pkey IS 'A queued unit by bank and id.';
+
+-- _reresolve_plan takes the facts of a scope (unit_ids, reresolve_queued's)
+-- as a last argument: the old signature goes.
+DROP FUNCTION IF EXISTS {{ internal }}._reresolve_plan(text, uuid[], timestamptz, boolean);

@@ -58,7 +58,7 @@ queued AS (
 
 reresolve_queued AS (
     INSERT INTO reresolve_queue (bank_id, unit_id)
-    SELECT DISTINCT $1 AS bank_id, u.unit_id
+    SELECT $1 AS bank_id, u.unit_id
       FROM unnest($17::uuid[]) AS u (unit_id)
      ORDER BY u.unit_id
         ON CONFLICT (bank_id, unit_id) DO NOTHING

@@ -508,21 +508,6 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_plan(text, uuid[], timestamptz, bo
 'rolled back; take_lock: lock the bank and flush its queue inside it (a dry run); unit_ids: only these facts '
 '(NULL: all in scope).';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_plan(
-    bank_id text, entity_ids uuid[], since timestamptz, take_lock boolean
-)
-RETURNS jsonb
-LANGUAGE sql
-VOLATILE
-SECURITY INVOKER
-SET search_path = {{ search_path }}
-AS $$
-    SELECT _reresolve_plan(bank_id, entity_ids, since, take_lock, NULL)
-$$;
-
-COMMENT ON FUNCTION {{ internal }}._reresolve_plan(text, uuid[], timestamptz, boolean) IS
-'Internal (reresolve): _reresolve_plan of every fact in scope (no unit_ids).';
-
 -- A re-resolution, decided and (unless a dry run) applied: the plan, then
 -- the ledger's before-image and the moves again. The caller has checked the
 -- arguments and begun the correction (_correction_begin).
