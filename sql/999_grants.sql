@@ -85,15 +85,29 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = _create_group_role.role_name) THEN
-        -- Roles are cluster-wide: another database may be creating it right now.
-        BEGIN
-            EXECUTE format('CREATE ROLE %I NOLOGIN', _create_group_role.role_name);
-            EXECUTE format('COMMENT ON ROLE %I IS %L', _create_group_role.role_name, _create_group_role.description);
-        EXCEPTION WHEN duplicate_object OR unique_violation THEN
-            NULL;
-        END;
+    IF EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = _create_group_role.role_name) THEN
+        RETURN;
     END IF;
+    -- Roles are cluster-wide: another database may be creating it right now.
+    -- Losing that race with a duplicate error is not enough: the other's
+    -- commit becomes visible to a fresh snapshot before its invalidations
+    -- reach this session, whose role cache may still say "no such role"
+    -- to the GRANT that follows. So a superuser waits for role creators to
+    -- finish first (this lock, held until commit, conflicts with CREATE
+    -- ROLE's), and taking it brings this session's caches up to date.
+    -- (Other administrators may not lock a catalog: they keep the race.)
+    IF (SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = current_user) THEN
+        LOCK TABLE pg_catalog.pg_authid IN SHARE ROW EXCLUSIVE MODE;
+        IF EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = _create_group_role.role_name) THEN
+            RETURN;
+        END IF;
+    END IF;
+    BEGIN
+        EXECUTE format('CREATE ROLE %I NOLOGIN', _create_group_role.role_name);
+        EXECUTE format('COMMENT ON ROLE %I IS %L', _create_group_role.role_name, _create_group_role.description);
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN
+        NULL;
+    END;
 END;
 $$;
 

@@ -592,6 +592,51 @@ def test_installs_racing_in_two_databases_both_create_or_reuse_the_roles(pg_clus
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
 
+def test_a_role_another_database_commits_while_we_wait_is_usable_at_once(conn, pg_cluster, new_db):
+    """One interleaving of the race above, made certain: the other database
+    has created the role and not committed; ours waits for it, and once it
+    commits, the very next statement of our transaction grants to the role.
+    (The narrower window, a commit seen before its cache invalidations
+    arrive, is left to the test above: _create_group_role's lock closes it.)"""
+    role = f"er_wait_{uuid.uuid4().hex[:8]}"
+    other = new_db()
+    other.autocommit = False
+    try:
+        other.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
+        errors: list[BaseException] = []
+        ours = psycopg.connect(pg_cluster.dsn(conn.info.dbname))
+        pid = ours.info.backend_pid
+
+        def create_then_grant():
+            try:
+                with ours.transaction():
+                    ours.execute(sql.SQL(
+                        "DO $$ BEGIN PERFORM {}._create_group_role({}, 'race'); GRANT USAGE ON SCHEMA {} TO {}; END $$"
+                    ).format(sql.Identifier(INTERNAL), sql.Literal(role), sql.Identifier(SCHEMA), sql.Identifier(role)))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        thread = threading.Thread(target=create_then_grant)
+        thread.start()
+        # Commit only once our CREATE ROLE waits on the other's.
+        for _ in range(600):
+            waiting = conn.execute(
+                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+            if waiting and waiting[0]:
+                break
+            thread.join(0.05)
+        else:
+            pytest.fail("our CREATE ROLE never waited on the other database's")
+        other.commit()
+        thread.join(60)
+        ours.close()
+        assert errors == []
+    finally:
+        other.rollback()
+        conn.execute(sql.SQL("REVOKE ALL ON SCHEMA {} FROM {}").format(sql.Identifier(SCHEMA), sql.Identifier(role)))
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
 def test_pg_trgm_living_in_public_with_hostile_neighbours_changes_nothing(empty_db):
     """The common setup where pg_trgm was installed into public before us:
     the resolver then calls public.similarity and OPERATOR(public.%), next to
