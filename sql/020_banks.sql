@@ -161,3 +161,34 @@ AS $$ banks.labels_json_schema $$;
 
 COMMENT ON FUNCTION {{ schema }}.entity_labels_json_schema(text) IS
 'The bank''s label vocabulary as a JSON Schema for an extractor (an enum per value group).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._effective_settings(bank_id text)
+RETURNS jsonb
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ banks.effective_settings_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._effective_settings(text) IS
+'Internal: the bank''s settings as resolution reads them (defaults of plpython/settings.py and its overrides).';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._attribute_names(settings jsonb, kind text)
+RETURNS text[]
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT ARRAY(
+        SELECT k.key
+        FROM jsonb_each_text(_attribute_names.settings -> 'attribute_kinds') AS k (key, kind)
+        WHERE k.kind = _attribute_names.kind
+        ORDER BY k.key
+    )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._attribute_names(jsonb, text) IS
+'Internal: the attributes of that kind (identifying, distinguishing, ignored) in effective settings '
+'(_effective_settings), by name.';

@@ -81,9 +81,49 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._correction_lock(text) IS
 'Internal: lock the bank exclusive and apply its queued statistics (an applied correction; reresolve''s plan).';
 
--- A correction's summary names entities by name; homonyms (entities of the
--- bank sharing a name, migration 0018) also by the first 8 digits of their
--- id, so that "merge 'Maria Schmidt' into 'Maria Schmidt'" says which.
+-- Homonyms (entities of the bank sharing a name, migration 0018) are named
+-- apart wherever a name is shown: by a distinguishing attribute the entity
+-- holds (its most mentioned, e.g. a birth date) and the first 8 digits of
+-- its id, so that "merge 'Maria Schmidt' into 'Maria Schmidt'" says which.
+-- One rule for corrections' summaries (_entity_label) and the client's
+-- tables (Client.homonym_labels).
+CREATE OR REPLACE FUNCTION {{ internal }}._homonym_tag(bank_id text, entity_id uuid, name text)
+RETURNS text
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- (plpgsql: the entity_attributes view is made after this file.)
+    RETURN CASE
+        WHEN EXISTS (
+            SELECT 1 FROM entities AS o
+            WHERE
+                o.bank_id = _homonym_tag.bank_id AND folded(o.canonical_name) = fold_name(_homonym_tag.name)
+                AND o.id <> _homonym_tag.entity_id
+        ) THEN concat_ws(', ',
+            (
+                SELECT a.attribute || ' ' || a.value
+                FROM entity_attributes AS a
+                WHERE
+                    a.bank_id = _homonym_tag.bank_id AND a.entity_id = _homonym_tag.entity_id
+                    AND a.attribute = ANY(
+                        _attribute_names(_effective_settings(_homonym_tag.bank_id), 'distinguishing')
+                    )
+                ORDER BY a.mentions DESC, a.attribute, a.value
+                LIMIT 1
+            ),
+            left(_homonym_tag.entity_id::text, 8)
+        )
+    END;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._homonym_tag(text, uuid, text) IS
+'Internal: what tells an entity named name from its homonyms (NULL when no other entity of the bank bears the '
+'name): its most mentioned distinguishing attribute, if any, and the first 8 digits of its id.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._entity_label(bank_id text, entity_id uuid, name text)
 RETURNS text
 LANGUAGE sql
@@ -91,20 +131,13 @@ STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
-    SELECT quote_literal(_entity_label.name) || CASE
-        WHEN EXISTS (
-            SELECT 1 FROM entities AS o
-            WHERE
-                o.bank_id = _entity_label.bank_id AND folded(o.canonical_name) = fold_name(_entity_label.name)
-                AND o.id <> _entity_label.entity_id
-        ) THEN format(' (%s)', left(_entity_label.entity_id::text, 8))
-        ELSE ''
-    END
+    SELECT quote_literal(_entity_label.name)
+        || coalesce(' (' || _homonym_tag(_entity_label.bank_id, _entity_label.entity_id, _entity_label.name) || ')', '')
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._entity_label(text, uuid, text) IS
-'Internal: an entity as a correction''s summary names it: its name quoted, and the first 8 digits of its id when '
-'another entity of the bank bears the name (a homonym).';
+'Internal: an entity as a correction''s summary names it: its name quoted, and what tells it from its homonyms '
+'(_homonym_tag) when another entity of the bank bears the name.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._correction_begin(bank_id text, dry_run boolean)
 RETURNS text

@@ -79,17 +79,6 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._close_call_days() IS
 'Internal: how recent (days since mentions.decided_at) a decision must be to be a close call in review_queue (30).';
 
-CREATE OR REPLACE FUNCTION {{ internal }}._effective_settings(bank_id text)
-RETURNS jsonb
-LANGUAGE plpython3u
-STABLE
-SECURITY INVOKER
-SET search_path = {{ search_path }}
-AS $$ banks.effective_settings_sql $$;
-
-COMMENT ON FUNCTION {{ internal }}._effective_settings(text) IS
-'Internal: the bank''s settings as resolution reads them (defaults of plpython/settings.py and its overrides).';
-
 CREATE OR REPLACE FUNCTION {{ internal }}._types_compatible(a text, b text)
 RETURNS boolean
 LANGUAGE sql
@@ -171,10 +160,7 @@ DECLARE
     -- The attributes the bank reads as identifying (settings.py's attribute
     -- kinds): a value held by an entity makes it a candidate of an ambiguous
     -- mention that carries it.
-    identifying text[] := ARRAY(
-        SELECT k.key FROM jsonb_each_text(settings -> 'attribute_kinds') AS k (key, kind)
-        WHERE k.kind = 'identifying'
-    );
+    identifying text[] := _attribute_names(settings, 'identifying');
 BEGIN
     -- Every item of the bank, dismissed or not (review_queue filters).
     RETURN QUERY

@@ -760,23 +760,16 @@ class Client:
 
     def homonym_labels(self, bank_id: str, ids: Iterable[Union[str, uuid.UUID]]) -> Dict[str, str]:
         """entity id -> a name that tells it from its homonyms (entities of the bank sharing its name), for those
-        among ``ids`` that have any: the name, a distinguishing attribute it holds, and its id's first 8 digits."""
+        among ``ids`` that have any: 'Maria Schmidt (birth_date 1961-05-03, 3f2a9c1e)', the name, a distinguishing
+        attribute it holds, and its id's first 8 digits (the database's rule, as corrections' summaries show it)."""
         ids = sorted({str(i) for i in ids if i is not None})
         if not ids:
             return {}
-        kinds = self.settings(bank_id).get("attribute_kinds") or {}
-        telling = sorted(k for k, v in kinds.items() if v == "distinguishing")
         rows = self._rows(
-            "SELECT e.id, e.canonical_name,"
-            " (SELECT a.attribute || ' ' || a.value FROM {s}.entity_attributes a"
-            "   WHERE a.bank_id = e.bank_id AND a.entity_id = e.id AND a.attribute = ANY(%s::text[])"
-            "   ORDER BY a.mentions DESC, a.attribute, a.value LIMIT 1)"
-            " FROM {s}.entities e"
-            " WHERE e.bank_id = %s AND e.id = ANY(%s::uuid[]) AND EXISTS ("
-            "   SELECT 1 FROM {s}.entities o WHERE o.bank_id = e.bank_id AND o.id <> e.id"
-            "   AND {i}.folded(o.canonical_name) = {i}.folded(e.canonical_name))",
-            (telling, bank_id, ids))
-        return {str(r[0]): homonym_label(r[1], r[0], r[2]) for r in rows}
+            "SELECT id, canonical_name, {i}._homonym_tag(bank_id, id, canonical_name) FROM {s}.entities"
+            " WHERE bank_id = %s AND id = ANY(%s::uuid[])",
+            (bank_id, ids))
+        return {str(r[0]): f"{r[1]} ({r[2]})" for r in rows if r[2] is not None}
 
     def find_entities(self, bank_id: str, name: str, limit: int = 20) -> List[Entity]:
         """Entities whose name starts with ``name`` (case-insensitive): the name itself first, then most mentioned."""
@@ -820,12 +813,6 @@ class Client:
             (bank_id, name, limit),
         )
         return [r[0] for r in rows]
-
-
-def homonym_label(name: str, entity_id: Union[str, uuid.UUID], telling: Optional[str] = None) -> str:
-    """A homonym's name as the CLI shows it: 'Maria Schmidt (birth_date 1961-05-03, 3f2a9c1e)'."""
-    short = str(entity_id).replace("-", "")[:8]
-    return f"{name} ({telling}, {short})" if telling else f"{name} ({short})"
 
 
 class AmbiguousName(ValueError):

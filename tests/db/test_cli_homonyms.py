@@ -142,4 +142,5 @@ def test_review_and_history_name_homonyms_apart(conn, cli, marias):
     assert merged.exit_code == 0, merged.output
     history = cli("history", BANK)
     assert history.exit_code == 0, history.output
-    assert f"merge 'Maria Schmidt' ({young[:8]}) into 'Maria Schmidt' ({old[:8]})" in history.stdout
+    assert (f"merge 'Maria Schmidt' (birth_date 1984-11-20, {young[:8]})"
+            f" into 'Maria Schmidt' (birth_date 1961-05-03, {old[:8]})") in history.stdout

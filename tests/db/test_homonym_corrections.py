@@ -76,6 +76,10 @@ def test_a_split_keeping_the_name_makes_a_homonym_and_later_mentions_find_their_
     assert lookup(conn, "Maria Schmidt", ["order 4411"]) == (other, "resolved")
     assert lookup(conn, "Maria Schmidt", ["Berlin office"]) == (maria, "resolved")
     assert lookup(conn, "Maria Schmidt", attributes={"birth_date": "1961-05-03"})[0] == maria
+    # Summaries name each by its birth date when it holds one, by its id's first digits always.
+    judged = call(conn, "mark_distinct", BANK, other, maria, dry_run=True)
+    assert judged["summary"] == (
+        f"mark 'Maria Schmidt' ({other[:8]}) and 'Maria Schmidt' (birth_date 1961-05-03, {maria[:8]}) distinct")
     call(conn, "undo_operation", BANK, plan["operation_id"])
     assert snapshot(conn, BANK) == before
 
@@ -93,11 +97,13 @@ def test_a_merge_of_two_homonyms_adds_no_alias_and_undo_restores_both(conn):
     (first, _), (second, homonym) = named(conn)
     assert homonym == second
     before = snapshot(conn, BANK)
-    # The summary (and history) names each by its id's first digits: the name alone says nothing.
+    # The summary (and history) names each by its birth date and its id's first digits: the name alone says
+    # nothing. The same labels as the CLI's tables.
+    a, b = f"birth_date 1961-05-03, {first[:8]}", f"birth_date 1990-11-20, {second[:8]}"
     judged = call(conn, "mark_distinct", BANK, first, second, dry_run=True)
-    assert judged["summary"] == f"mark 'Maria Schmidt' ({first[:8]}) and 'Maria Schmidt' ({second[:8]}) distinct"
+    assert judged["summary"] == f"mark 'Maria Schmidt' ({a}) and 'Maria Schmidt' ({b}) distinct"
     plan = call(conn, "merge_entities", BANK, [second], first, reason="one person after all")
-    assert plan["summary"] == f"merge 'Maria Schmidt' ({second[:8]}) into 'Maria Schmidt' ({first[:8]})"
+    assert plan["summary"] == f"merge 'Maria Schmidt' ({b}) into 'Maria Schmidt' ({a})"
     [history] = conn.execute(f"SELECT summary FROM {ER}.operation_history(%s)", (BANK,)).fetchone()
     assert history == plan["summary"]
     assert plan["aliases_added"] == []
