@@ -11,11 +11,11 @@
 --   1. leave the fact out (_reresolve_leave_out, in a subtransaction
 --      _reresolve_decide rolls back): its provenance and links go, the
 --      numbers of their entities are recounted, and an entity left with
---      nothing goes, as the flush would remove it. Where every pair of the
---      fact's entities holds the record's count (all but the entities
---      _reresolve_unrecorded names, once per plan), recounting their pairs
+--      nothing goes, as the flush would remove it. Where the fact's
+--      entities and their pairs hold the record's numbers (all but the
+--      entities _reresolve_unrecorded names, once per plan), recounting them
 --      is subtracting the fact's own: the same numbers, without reading
---      every unit of every entity;
+--      every mention and unit of every entity;
 --   2. decide it: the resolver's own pipeline on the fact as stored (the
 --      trigger's, plpython/reresolve.py), writing nothing; a name's trigram
 --      probe is read once per plan and kept for its later facts, less the
@@ -99,7 +99,8 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_fact(text, uuid) IS
 'Internal (reresolve): what the resolver decides now for each mention of a stored fact (the facts trigger''s '
 'pipeline, writing nothing); no entity_id where it would create one.';
 
--- Which entities of the bank do not hold the record's numbers: an end of a
+-- Which entities of the bank do not hold the record's numbers: one whose
+-- mention count, first or last seen is not its mentions', or an end of a
 -- pair whose kept count is not the number of units linking the two (an
 -- import, a graph written by hand); all of them (NULL) while statistics of
 -- the bank are queued. Once per plan: the plan's moves recount from the
@@ -115,21 +116,36 @@ AS $$
     SELECT CASE
         WHEN EXISTS (SELECT 1 FROM stats_queue AS q WHERE q.bank_id = _reresolve_unrecorded.bank_id) THEN NULL
         ELSE ARRAY(
-            SELECT DISTINCT x.id
+            SELECT x.id
             FROM _pair_stats(_reresolve_unrecorded.bank_id) AS r,
                 LATERAL (VALUES (r.entity_id_1), (r.entity_id_2)) AS x (id)
             WHERE r.kept_count <> r.count
+            UNION
+            SELECT e.id
+            FROM entities AS e
+            LEFT JOIN (
+                SELECT m.entity_id, count(*) AS n, min(m.event_date) AS first_seen, max(m.event_date) AS last_seen
+                FROM mentions AS m
+                WHERE m.bank_id = _reresolve_unrecorded.bank_id
+                GROUP BY m.entity_id
+            ) AS r ON e.id = r.entity_id
+            WHERE
+                e.bank_id = _reresolve_unrecorded.bank_id
+                AND (e.mention_count, e.first_seen, e.last_seen)
+                IS DISTINCT FROM (coalesce(r.n, 0), r.first_seen, r.last_seen)
+            ORDER BY 1
         )
     END
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._reresolve_unrecorded(text) IS
-'Internal (reresolve): the entities with a pair whose kept count is not the record''s (NULL: every entity, while '
-'statistics of the bank are queued).';
+'Internal (reresolve): the entities whose numbers, or one of whose pairs'' kept count, are not the record''s (NULL: '
+'every entity, while statistics of the bank are queued).';
 
 -- The same cover for some entities only (those of a scoped plan's facts: a
--- fact's left-out asks only about its own entities): each entity's pairs,
--- kept and recounted from its own units, instead of every pair of the bank
+-- fact's left-out asks only about its own entities): each entity's numbers
+-- and pairs, kept and recounted from its own mentions and units, instead of
+-- every entity and pair of the bank
 -- (which a plan of a few facts, reresolve_queued's, would pay per call
 -- whatever the bank's size). Equal to _reresolve_unrecorded(bank_id) within
 -- entity_ids (tested).
@@ -166,6 +182,17 @@ AS $$
                     GROUP BY y.entity_id
                 ) AS r ON k.other = r.other
                 WHERE coalesce(k.n, 0) <> coalesce(r.n, 0)
+            ) OR EXISTS (
+                SELECT 1
+                FROM entities AS e,
+                    LATERAL (
+                        SELECT count(*) AS n, min(m.event_date) AS first_seen, max(m.event_date) AS last_seen
+                        FROM mentions AS m
+                        WHERE m.bank_id = _reresolve_unrecorded.bank_id AND m.entity_id = e.id
+                    ) AS r
+                WHERE
+                    e.bank_id = _reresolve_unrecorded.bank_id AND e.id = s.id
+                    AND (e.mention_count, e.first_seen, e.last_seen) IS DISTINCT FROM (r.n, r.first_seen, r.last_seen)
             )
             GROUP BY s.id
             ORDER BY s.id
@@ -189,48 +216,84 @@ DECLARE
     touched uuid[];
     kept uuid[];
     linked uuid[];
+    own_ids uuid[];
+    own_n bigint[];
+    own_last timestamptz[];
 BEGIN
     -- The fact's own contribution out of the bank (the caller rolls it back):
     -- its provenance and links, the numbers they made, and the entities only
-    -- it held. Returns the ids of those entities. One read for the three
-    -- sets: a fact costs a statement less per set.
+    -- it held. Returns the ids of those entities. One statement deletes both
+    -- and reads what the rest needs: the entities touched, those a fixed
+    -- mention holds (an operator's: it stays a candidate for the fact's
+    -- other mentions), the linked ones, and per entity the fact's own
+    -- mentions (how many, and their last date).
+    WITH gone_mentions AS (
+        DELETE FROM mentions AS m WHERE m.bank_id = b AND m.unit_id = u
+        RETURNING m.entity_id, m.decision, m.event_date
+    ),
+    gone_links AS (
+        DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = u
+        RETURNING ue.entity_id
+    )
     SELECT
-        ARRAY(
-            SELECT m.entity_id FROM mentions AS m WHERE m.bank_id = b AND m.unit_id = u
-            UNION
-            SELECT ue.entity_id FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = u
-        ),
-        -- An entity a fixed mention of the fact holds (an operator's) stays
-        -- a candidate for its other mentions.
-        ARRAY(
-            SELECT m.entity_id FROM mentions AS m
-            WHERE m.bank_id = b AND m.unit_id = u AND NOT _redecidable(m.decision)
-        ),
-        ARRAY(SELECT ue.entity_id FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = u)
-    INTO touched, kept, linked;
-    DELETE FROM mentions AS m WHERE m.bank_id = b AND m.unit_id = u;
-    DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = u;
+        ARRAY(SELECT g.entity_id FROM gone_mentions AS g UNION SELECT l.entity_id FROM gone_links AS l),
+        ARRAY(SELECT DISTINCT g.entity_id FROM gone_mentions AS g WHERE NOT _redecidable(g.decision)),
+        ARRAY(SELECT l.entity_id FROM gone_links AS l),
+        o.ids, o.n, o.last_seen
+    INTO touched, kept, linked, own_ids, own_n, own_last
+    FROM (
+        SELECT array_agg(g.entity_id) AS ids, array_agg(g.n) AS n, array_agg(g.last_seen) AS last_seen
+        FROM (
+            SELECT x.entity_id, count(*) AS n, max(x.event_date) AS last_seen
+            FROM gone_mentions AS x
+            GROUP BY x.entity_id
+        ) AS g
+    ) AS o;
     IF _reresolve_leave_out.unrecorded IS NULL OR touched && _reresolve_leave_out.unrecorded THEN
         PERFORM _recount(b, touched, TRUE);
         RETURN _remove_orphans(
             b, ARRAY(SELECT t.id FROM unnest(touched) AS t (id) WHERE t.id <> ALL(kept)), '[]'
         );
     END IF;
-    -- Every pair of these entities holds the record's count (none is
-    -- unrecorded): the recount of their pairs, which reads every unit of
-    -- every one of them (about 3 of the 9 ms a fact cost at 10,000
-    -- entities), is the fact's own pairs one fewer. A pair left at zero is
-    -- not removed as the prune removes it: the resolver reads a pair only
-    -- where its count is above zero (probe.py), and the caller rolls back.
-    PERFORM _recount_entities(b, touched);
-    UPDATE entity_cooccurrences AS c
-    SET cooccurrence_count = c.cooccurrence_count - 1
-    WHERE c.bank_id = b AND c.entity_id_1 = ANY(linked) AND c.entity_id_2 = ANY(linked);
-    -- Only an entity left without a mention can be an orphan: most facts
-    -- leave none, and need no look for them.
+    -- Every entity touched holds the record's numbers and every pair of them
+    -- the record's count (none is unrecorded). Then the fact left out changes
+    -- only what a decision reads, and writes only that: an update inside the
+    -- plan's long transaction cannot be pruned until it ends, so each one
+    -- leaves a row version behind, and index entries once a page is full
+    -- (measured: recounting every touched entity and pair, 61 s of a 10,000
+    -- fact plan; without the left-out's writes, 33 s). A decision reads an
+    -- entity's last_seen (probe.py, reresolve.py's plan probes), never its
+    -- mention count or first seen, and a pair only where its count is above
+    -- zero. So: last_seen read again where the fact's own date was it (another
+    -- mention may share it), the pairs only this fact made deleted, and the
+    -- rest left as it is, which the caller rolls back anyway. The plans equal
+    -- those of the whole recount (tests/db/test_reresolve_left_out.py).
+    WITH latest AS (
+        SELECT
+            o.id,
+            (SELECT max(m.event_date) FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = o.id) AS last_seen
+        FROM unnest(own_ids, own_last) AS o (id, last_seen)
+        INNER JOIN entities AS e ON e.bank_id = b AND o.id = e.id
+        WHERE o.last_seen >= e.last_seen
+    )
+
+    UPDATE entities AS e
+    SET last_seen = latest.last_seen
+    FROM latest
+    WHERE e.bank_id = b AND e.id = latest.id AND e.last_seen IS DISTINCT FROM latest.last_seen;
+    DELETE FROM entity_cooccurrences AS c
+    WHERE
+        c.bank_id = b AND c.entity_id_1 = ANY(linked) AND c.entity_id_2 = ANY(linked)
+        AND c.cooccurrence_count <= 1;
+    -- Only an entity the fact held every mention of can be an orphan: most
+    -- facts leave none, and need no look for them.
     touched := ARRAY(
-        SELECT e.id FROM entities AS e
-        WHERE e.bank_id = b AND e.id = ANY(touched) AND e.id <> ALL(kept) AND e.mention_count = 0
+        SELECT e.id
+        FROM entities AS e
+        LEFT JOIN unnest(own_ids, own_n) AS o (id, n) ON e.id = o.id
+        WHERE
+            e.bank_id = b AND e.id = ANY(touched) AND e.id <> ALL(kept)
+            AND e.mention_count - coalesce(o.n, 0) = 0
     );
     IF cardinality(touched) = 0 THEN
         RETURN '[]';

@@ -1,6 +1,7 @@
-"""reresolve's plan (sql/058_reresolve.sql) made faster, deciding the same: where every
-pair of a fact's entities holds the record's count, the left-out subtracts the fact's own
-pairs instead of recounting every pair of its entities from the record; and a name's
+"""reresolve's plan (sql/058_reresolve.sql) made faster, deciding the same: where a fact's
+entities and their pairs hold the record's numbers, the left-out changes only what a
+decision reads (last_seen where the fact's date was it, the pairs only it made) instead of
+recounting its entities and their pairs from the record; and a name's
 trigram probe is read once per plan (plpython/reresolve.py, PlanProber). The plan must be
 the one made before, move for move: each test compares it with the plan made with every
 entity recounted and every name probed (FORMER, in a transaction rolled back)."""
@@ -107,6 +108,25 @@ def test_an_entity_whose_pair_is_not_the_records_is_recounted(conn):
             == recounted_plan(conn, "graph", since="2026-01-02"))
 
 
+def test_an_entity_whose_numbers_are_not_the_records_is_recounted(conn):
+    """An entity's mention count or last seen written by hand (an import) is not the record's:
+    the facts of that entity are left out by the recount, which puts them right, as before."""
+    for days, mentions in [(0, ["Alex", "React"]), (1, ["Alex Kim", "React"]), (2, ["Alex Kim", "Sprint 14"]),
+                           (3, ["Alex", "Priya"])]:
+        conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
+                     " VALUES ('numbers', %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
+                     (json.dumps(mentions), days))
+    ids = dict(conn.execute(f"SELECT canonical_name, id FROM {ER}.entities WHERE bank_id = 'numbers'").fetchall())
+    assert unrecorded(conn, "numbers") == []
+    conn.execute(f"UPDATE {ER}.entities SET last_seen = '2030-01-01' WHERE bank_id = 'numbers' AND id = %s",
+                 (ids["React"],))
+    conn.execute(f"UPDATE {ER}.entities SET mention_count = 9 WHERE bank_id = 'numbers' AND id = %s",
+                 (ids["Priya"],))
+    assert unrecorded(conn, "numbers") == sorted([ids["React"], ids["Priya"]])
+    assert unrecorded_among(conn, "numbers", [str(ids["React"]), str(ids["Alex"])]) == [ids["React"]]
+    assert call(conn, "reresolve", "numbers") == recounted_plan(conn, "numbers")
+
+
 def test_with_statistics_queued_every_entity_is_recounted(conn):
     with conn.transaction(force_rollback=True):
         conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions) VALUES ('queued', %s)",
@@ -139,7 +159,12 @@ def test_on_any_bank_subtracting_plans_what_recounting_plans(conn, facts):
         conn.execute(f"INSERT INTO {ER}.entity_cooccurrences AS c (bank_id, entity_id_1, entity_id_2,"
                      " cooccurrence_count) VALUES (%s, %s, %s, 7) ON CONFLICT (bank_id, entity_id_1, entity_id_2)"
                      " DO UPDATE SET cooccurrence_count = c.cooccurrence_count + 7", (bank, min(x, y), max(x, y)))
+    # And some entities' numbers (a count, a last seen).
+    for n, x in enumerate(ids[2::3]):
+        column = "mention_count = mention_count + 1" if n % 2 else "last_seen = last_seen + interval '1 day'"
+        conn.execute(f"UPDATE {ER}.entities SET {column} WHERE bank_id = %s AND id = %s", (bank, x))
     whole = set(unrecorded(conn, bank))
+    assert set(ids[2::3]) <= whole
     for some in (ids, ids[::2], ids[1::2], ids[:1]):
         assert unrecorded_among(conn, bank, some) == sorted(whole & set(some))
     first = conn.execute(f"SELECT min(event_date) + interval '1 day' FROM {ER}.facts WHERE bank_id = %s",
