@@ -65,6 +65,14 @@ def entity_id(conn: psycopg.Connection, bank: str, name: str) -> str:
                             (bank, name)).fetchone()[0])
 
 
+def mention_of(conn: psycopg.Connection, bank: str, unit: Any, ordinal: int = 1) -> tuple[str, str]:
+    """(canonical name of its entity, decision) of a stored mention: the fact's unit id and its position."""
+    return conn.execute(
+        f"SELECT e.canonical_name, m.decision FROM {ER}.mentions AS m"
+        f" JOIN {ER}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
+        " WHERE m.bank_id = %s AND m.unit_id = %s AND m.ordinal = %s", (bank, unit, ordinal)).fetchone()
+
+
 def snapshot(conn: psycopg.Connection, bank: str) -> dict[str, list[str]]:
     """Every row of the bank's identity tables, as text, in key order."""
     out = {}

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from corrections_helpers import ER, call, differences, entity_id, insert_fact, operations_count, snapshot
+from corrections_helpers import (ER, call, differences, entity_id, insert_fact, mention_of, operations_count,
+                                 snapshot)
 
 
 def queued(conn, bank):
@@ -24,10 +25,7 @@ def queued(conn, bank):
 
 
 def mention_entity(conn, bank, unit, ordinal=1):
-    return conn.execute(
-        f"SELECT e.canonical_name FROM {ER}.mentions AS m"
-        f" JOIN {ER}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
-        " WHERE m.bank_id = %s AND m.unit_id = %s AND m.ordinal = %s", (bank, unit, ordinal)).fetchone()[0]
+    return mention_of(conn, bank, unit, ordinal)[0]
 
 
 def story(conn, bank="auto"):

@@ -14,16 +14,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from corrections_helpers import ER, call, differences, entity_id, insert_fact, operations_count, snapshot
+from corrections_helpers import (ER, call, differences, entity_id, insert_fact, mention_of, operations_count,
+                                 snapshot)
 from test_curation import grant
 
 
 def mention_entity(conn, unit, ordinal=1):
-    """(canonical name, decision) of a fact's mention."""
-    return conn.execute(
-        f"SELECT e.canonical_name, m.decision FROM {ER}.mentions AS m"
-        f" JOIN {ER}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
-        " WHERE m.bank_id = 'early' AND m.unit_id = %s AND m.ordinal = %s", (unit, ordinal)).fetchone()
+    """(canonical name, decision) of a mention of the bank 'early'."""
+    return mention_of(conn, "early", unit, ordinal)
 
 
 @pytest.fixture
