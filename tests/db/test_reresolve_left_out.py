@@ -85,15 +85,20 @@ def test_on_a_corpus_bank_subtracting_plans_what_recounting_plans(conn, family):
         evaluate._cleanup(conn, ER, list(res["eval_banks"].values()))
 
 
-def test_an_entity_whose_pair_is_not_the_records_is_recounted(conn):
-    """A pair written by hand (an import of a graph) is not the record's: its entities' facts are
-    left out by the recount, which drops that pair, as before."""
+def four_facts(conn, bank):
+    """A bare Alex, Alex Kim, React, Sprint 14 and Priya over four days: {name: entity id}."""
     for days, mentions in [(0, ["Alex", "React"]), (1, ["Alex Kim", "React"]), (2, ["Alex Kim", "Sprint 14"]),
                            (3, ["Alex", "Priya"])]:
         conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
-                     " VALUES ('graph', %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
-                     (json.dumps(mentions), days))
-    ids = dict(conn.execute(f"SELECT canonical_name, id FROM {ER}.entities WHERE bank_id = 'graph'").fetchall())
+                     " VALUES (%s, %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
+                     (bank, json.dumps(mentions), days))
+    return dict(conn.execute(f"SELECT canonical_name, id FROM {ER}.entities WHERE bank_id = %s", (bank,)).fetchall())
+
+
+def test_an_entity_whose_pair_is_not_the_records_is_recounted(conn):
+    """A pair written by hand (an import of a graph) is not the record's: its entities' facts are
+    left out by the recount, which drops that pair, as before."""
+    ids = four_facts(conn, "graph")
     a, b = sorted([ids["Alex"], ids["Sprint 14"]])
     conn.execute(f"INSERT INTO {ER}.entity_cooccurrences (bank_id, entity_id_1, entity_id_2, cooccurrence_count)"
                  " VALUES ('graph', %s, %s, 5)", (a, b))
@@ -111,12 +116,7 @@ def test_an_entity_whose_pair_is_not_the_records_is_recounted(conn):
 def test_an_entity_whose_numbers_are_not_the_records_is_recounted(conn):
     """An entity's mention count or last seen written by hand (an import) is not the record's:
     the facts of that entity are left out by the recount, which puts them right, as before."""
-    for days, mentions in [(0, ["Alex", "React"]), (1, ["Alex Kim", "React"]), (2, ["Alex Kim", "Sprint 14"]),
-                           (3, ["Alex", "Priya"])]:
-        conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
-                     " VALUES ('numbers', %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
-                     (json.dumps(mentions), days))
-    ids = dict(conn.execute(f"SELECT canonical_name, id FROM {ER}.entities WHERE bank_id = 'numbers'").fetchall())
+    ids = four_facts(conn, "numbers")
     assert unrecorded(conn, "numbers") == []
     conn.execute(f"UPDATE {ER}.entities SET last_seen = '2030-01-01' WHERE bank_id = 'numbers' AND id = %s",
                  (ids["React"],))
