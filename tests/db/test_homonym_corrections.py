@@ -3,18 +3,13 @@
 An operator repairs an over-merged namesake by splitting it under the same
 name (the split-off entity is a homonym); merges of homonyms add no alias a
 remaining namesake would lose its mentions to; every such correction is
-undone exactly (a snapshot of the identity tables compares).
+undone exactly (a snapshot of the identity tables compares). The property
+over random streams is in test_homonym_properties.py.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-
-import psycopg
 import pytest
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
 
 from corrections_helpers import ER, call, differences, insert_fact, snapshot
 
@@ -164,75 +159,3 @@ def test_a_name_two_homonyms_bear_is_refused_where_one_entity_is_meant(conn):
     # By id, it works.
     (first, _), _ = named(conn)
     assert str(er.entity_id(BANK, first)) == first
-
-
-# -- a property: rebuild equals maintained, undo restores exactly, with attributes -------------
-
-EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
-DATES = st.sampled_from([None, "1961-05-03", "1990-11-20"])
-EMAILS = st.sampled_from([None, None, "maria@acme.example", "m.schmidt@shop.example"])
-CONTEXT = st.lists(st.sampled_from(["Berlin office", "order 4411", "harbour project", "Kiel"]), max_size=2,
-                   unique=True)
-
-
-@st.composite
-def maria(draw):
-    attrs = {k: v for k, v in (("birth_date", draw(DATES)), ("email", draw(EMAILS))) if v}
-    return {"text": draw(st.sampled_from(["Maria Schmidt", "Maria Schmidt", "M. Schmidt"])), "type": "person",
-            **({"attributes": attrs} if attrs else {})}
-
-
-FACTS = st.lists(st.tuples(st.integers(0, 30), maria(), CONTEXT), min_size=2, max_size=7)
-OPS = st.lists(st.tuples(st.sampled_from(["merge", "split_same", "split_new", "forget"]),
-                         st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), min_size=1, max_size=4)
-
-
-def _op(conn, bank, kind, x, y):
-    ents = [str(r[0]) for r in conn.execute(
-        f"SELECT id FROM {ER}.entities WHERE bank_id = %s AND entity_kind = 'regular' ORDER BY id", (bank,))]
-    if len(ents) < 2:
-        return None
-    a, b = ents[x % len(ents)], ents[y % len(ents)]
-    if kind == "merge":
-        return call(conn, "merge_entities", bank, [a], b) if a != b else None
-    if kind == "forget":
-        return call(conn, "forget_entity", bank, a)
-    units = [str(r[0]) for r in conn.execute(
-        f"SELECT DISTINCT unit_id FROM {ER}.mentions WHERE bank_id = %s AND entity_id = %s ORDER BY 1", (bank, a))]
-    if len(units) < 2:
-        return None
-    name = conn.execute(f"SELECT canonical_name FROM {ER}.entities WHERE bank_id = %s AND id = %s",
-                        (bank, a)).fetchone()[0]
-    return call(conn, "split_entity", bank, a, [units[y % len(units)]],
-                name if kind == "split_same" else f"{name} {y % 97}")
-
-
-@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, print_blob=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(facts=FACTS, ops=OPS)
-def test_with_attributes_and_homonyms_rebuild_equals_maintained_and_undo_restores_exactly(conn, facts, ops):
-    bank = f"hom-{uuid.uuid4().hex[:8]}"
-    for day, person_mention, context in facts:
-        insert_fact(conn, bank, [person_mention] + context, f"2026-03-{1 + day % 28:02d}T09:00:00Z")
-    assert differences(conn, bank)["differences"] == 0
-    if conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = %s AND homonym IS NOT NULL",
-                    (bank,)).fetchone()[0]:
-        event("homonyms")
-    for kind, x, y, keep in ops:
-        before = snapshot(conn, bank)
-        try:
-            plan = _op(conn, bank, kind, x, y)
-        except psycopg.Error as exc:
-            # A refusal (a judged pair, a name taken) changes nothing.
-            assert exc.sqlstate and exc.sqlstate[:2] in ("22", "23", "P0"), exc
-            assert snapshot(conn, bank) == before
-            event(f"{kind} refused")
-            continue
-        if plan is None:
-            continue
-        event(f"{kind} applied")
-        report = differences(conn, bank)
-        assert (report["differences"], report["orphans"]) == (0, []), (kind, report)
-        if not keep:
-            call(conn, "undo_operation", bank, plan["operation_id"])
-            assert snapshot(conn, bank) == before, kind

@@ -7,10 +7,12 @@ rebuilt); a correction undone at once restores an exact snapshot of the
 bank's identity tables (entities with homonym, mentions with attributes) and
 of entity_attributes; a refused correction changes nothing.
 
-Beside test_homonym_corrections.py's property (facts first, then
-corrections): here facts keep arriving between corrections, so mentions are
-resolved among homonyms a split made, and every stream starts from a bank
-that holds a homonym and an over-merged namesake (PRELUDE).
+Facts keep arriving between corrections, so mentions are resolved among
+homonyms a split made, and every stream starts from a bank that holds a
+homonym and an over-merged namesake (PRELUDE). A name form ("M. Schmidt")
+joins the names, so splits and merges also meet entities of different names.
+(This property replaced an earlier one of test_homonym_corrections.py, facts
+first and corrections after, which it covers.)
 
 ER_PROPERTY_EXAMPLES (default 100) scales the examples (a fifth of it here)."""
 
@@ -29,7 +31,7 @@ EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
 # The SQLSTATEs a correction is refused with (docs/reliability.md, docs/corrections.md).
 REFUSED = {"22023", "23505", "2BP01", "55000", "22004"}
 
-NAMES = ["Maria Schmidt", "Maria Schmidt", "Tom Baker"]
+NAMES = ["Maria Schmidt", "Maria Schmidt", "M. Schmidt", "Tom Baker"]
 BORN = [None, "1961-05-03", "1984-11-20"]
 EMAIL = [None, "maria@example.org", "tom@example.org"]
 CONTEXT = ["Berlin office", "order 4411", "Acme", "renewal"]
