@@ -92,12 +92,21 @@ BEGIN
     -- Losing that race with a duplicate error is not enough: the other's
     -- commit becomes visible to a fresh snapshot before its invalidations
     -- reach this session, whose role cache may still say "no such role"
-    -- to the GRANT that follows. So a superuser waits for role creators to
-    -- finish first (this lock, held until commit, conflicts with CREATE
-    -- ROLE's), and taking it brings this session's caches up to date.
+    -- to the GRANT that follows. So a superuser takes the catalog's lock
+    -- that role creators take (held until commit, it conflicts with CREATE
+    -- ROLE's); taking it brings this session's caches up to date. Without
+    -- waiting: the installer holds the tables' locks by now, and waiting for
+    -- a session that waits for them would be a deadlock. Busy, it is refused
+    -- (lock_not_available), and the installer tries again (install.py).
     -- (Other administrators may not lock a catalog: they keep the race.)
     IF (SELECT r.rolsuper FROM pg_roles AS r WHERE r.rolname = current_user) THEN
-        LOCK TABLE pg_catalog.pg_authid IN SHARE ROW EXCLUSIVE MODE;
+        BEGIN
+            LOCK TABLE pg_catalog.pg_authid IN SHARE ROW EXCLUSIVE MODE NOWAIT;
+        EXCEPTION WHEN lock_not_available THEN
+            RAISE EXCEPTION 'role % is being created or changed by another session (maybe an installation in '
+                'another database)', quote_ident(_create_group_role.role_name)
+                USING ERRCODE = 'lock_not_available', HINT = 'Run it again once that session has committed.';
+        END;
         IF EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = _create_group_role.role_name) THEN
             RETURN;
         END IF;

@@ -531,7 +531,13 @@ def _with_every_lock(conn: psycopg.Connection, schema: str, work: Callable[[], T
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (INSTALL_LOCK,))
                 if not _lock_everything(conn, schema):
                     raise _Busy
-                return work()
+                try:
+                    return work()
+                except psycopg.errors.LockNotAvailable as exc:
+                    # The script takes no lock it would wait for while these
+                    # are held: one busy (a role another database is
+                    # creating, sql/999_grants.sql) is another attempt.
+                    raise _Busy from exc
         except _Busy:
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
