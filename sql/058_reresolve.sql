@@ -13,9 +13,10 @@
 --      numbers of their entities are recounted, and an entity left with
 --      nothing goes, as the flush would remove it. Where the fact's
 --      entities and their pairs hold the record's numbers (all but the
---      entities _reresolve_unrecorded names, once per plan), recounting them
---      is subtracting the fact's own: the same numbers, without reading
---      every mention and unit of every entity;
+--      entities _reresolve_unrecorded names, once per plan), only the
+--      numbers a decision reads are changed, by the fact's own: the same
+--      decisions, without reading every mention and unit of every entity
+--      or writing a row version per number;
 --   2. decide it: the resolver's own pipeline on the fact as stored (the
 --      trigger's, plpython/reresolve.py), writing nothing; a name's trigram
 --      probe is read once per plan and kept for its later facts, less the
