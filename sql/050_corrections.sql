@@ -94,29 +94,30 @@ STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
+DECLARE
+    telling text[];
 BEGIN
-    -- (plpgsql: the entity_attributes view is made after this file.)
-    RETURN CASE
-        WHEN EXISTS (
-            SELECT 1 FROM entities AS o
-            WHERE
-                o.bank_id = _homonym_tag.bank_id AND folded(o.canonical_name) = fold_name(_homonym_tag.name)
-                AND o.id <> _homonym_tag.entity_id
-        ) THEN concat_ws(', ',
-            (
-                SELECT a.attribute || ' ' || a.value
-                FROM entity_attributes AS a
-                WHERE
-                    a.bank_id = _homonym_tag.bank_id AND a.entity_id = _homonym_tag.entity_id
-                    AND a.attribute = ANY(
-                        _attribute_names(_effective_settings(_homonym_tag.bank_id), 'distinguishing')
-                    )
-                ORDER BY a.mentions DESC, a.attribute, a.value
-                LIMIT 1
-            ),
-            left(_homonym_tag.entity_id::text, 8)
-        )
-    END;
+    IF NOT EXISTS (
+        SELECT 1 FROM entities AS o
+        WHERE
+            o.bank_id = _homonym_tag.bank_id AND folded(o.canonical_name) = fold_name(_homonym_tag.name)
+            AND o.id <> _homonym_tag.entity_id
+    ) THEN
+        RETURN NULL;
+    END IF;
+    -- The bank's settings, read once (plpgsql: the entity_attributes view is
+    -- made after this file).
+    telling := _attribute_names(_effective_settings(_homonym_tag.bank_id), 'distinguishing');
+    RETURN concat_ws(', ',
+        (
+            SELECT a.attribute || ' ' || a.value
+            FROM entity_attributes AS a
+            WHERE a.bank_id = _homonym_tag.bank_id AND a.entity_id = _homonym_tag.entity_id AND a.attribute = ANY(telling)
+            ORDER BY a.mentions DESC, a.attribute, a.value
+            LIMIT 1
+        ),
+        left(_homonym_tag.entity_id::text, 8)
+    );
 END;
 $$;
 

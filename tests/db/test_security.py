@@ -558,6 +558,11 @@ def test_hostile_text_is_stored_literally(conn):
     assert stored == set(names)
 
 
+def group_roles(schema):
+    """The installation's three roles, for a schema name short enough to keep them readable (999_grants.sql)."""
+    return [f"{schema}_{suffix}" for suffix in ("user", "bank_user", "curator")]
+
+
 def test_installs_racing_in_two_databases_both_create_or_reuse_the_roles(pg_cluster):
     """Roles are cluster-wide: two databases installing the same new schema at
     once must not fail on the role the other is creating."""
@@ -588,7 +593,7 @@ def test_installs_racing_in_two_databases_both_create_or_reuse_the_roles(pg_clus
         with psycopg.connect(pg_cluster.dsn(), autocommit=True) as admin:
             for db in dbs:
                 admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
-            for role in (f"{schema}_user", f"{schema}_bank_user", f"{schema}_curator"):
+            for role in group_roles(schema):
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
 
@@ -648,13 +653,13 @@ def test_an_install_meeting_a_role_being_created_tries_again_and_succeeds(pg_clu
         thread.join(120)
         assert done == [None]
         assert target.execute("SELECT count(*) FROM pg_roles WHERE rolname = ANY(%s)",
-                              ([f"{schema}_user", f"{schema}_bank_user", f"{schema}_curator"],)).fetchone()[0] == 3
+                              (group_roles(schema),)).fetchone()[0] == 3
     finally:
         other.rollback()
         target.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
         target.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(f"{schema}_internal")))
         with psycopg.connect(pg_cluster.dsn(), autocommit=True) as admin:
-            for role in (f"{schema}_user", f"{schema}_bank_user", f"{schema}_curator"):
+            for role in group_roles(schema):
                 if target.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                     target.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
