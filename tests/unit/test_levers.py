@@ -22,7 +22,7 @@ from callstate import CallState
 import scoring
 from decide import MIN_CONTEXT, MISSPELT_CONTEXT, MISSPELT_NAME, MISSPELT_SPECIFICITY, evaluate
 from probe import Hit
-from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
+from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, OUTSCORED, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
 from screen import screen, settled_by_identical, stops_at_identical
 from errors import InputError
 from settings import DEFAULTS, LEVERS, lever
@@ -203,14 +203,32 @@ def test_a_bare_name_two_entities_fit_is_decided_by_the_context_only_one_has():
     assert {ev.lever for ev in evaluations} == {"bare_names"}
 
 
-def test_a_partner_both_share_cannot_decide_and_no_full_name_is_taken_on_a_guess():
+def test_a_partner_both_share_cannot_decide_so_the_score_does_as_in_the_reference():
     kim = cand("alex kim", 0.45, NOW, partners={"the team": 2})
     morgan = cand("alex morgan", 0.42, NOW, partners={"the team": 2})
-    _, best = evaluate("alex", [kim, morgan], ["the team"], NOW, ENHANCED, names=DATA)
-    assert best is None
-    # the reference takes the better spelling when it passes the threshold
+    evaluations, best = evaluate("alex", [kim, morgan], ["the team"], NOW, ENHANCED, names=DATA)
     _, ref = evaluate("alex", [kim, morgan], ["the team"], NOW, REFERENCE)
-    assert ref is not None
+    # no bare "Alex" to hold it: the better score at the threshold, the reference's choice
+    assert best.candidate is kim and ref.candidate is kim
+    assert decisions(evaluations) == {"alex kim": CHOSEN, "alex morgan": OUTSCORED}
+    assert {ev.lever for ev in evaluations} == {"bare_names"}
+
+
+def test_a_bare_name_nothing_tells_apart_under_the_threshold_is_a_new_entity():
+    month_ago = NOW - timedelta(days=30)
+    kim = cand("alex kim", 0.45, month_ago, partners={"the team": 2})
+    morgan = cand("alex morgan", 0.42, month_ago, partners={"the team": 2})
+    evaluations, best = evaluate("alex", [kim, morgan], ["the team"], NOW, ENHANCED, names=DATA)
+    assert best is None
+    assert decisions(evaluations) == {"alex kim": AMBIGUOUS, "alex morgan": AMBIGUOUS}
+
+
+def test_a_bare_entity_holds_a_bare_name_the_full_names_share_the_context_of():
+    bare = cand("alex", 1.0, NOW - timedelta(days=30))
+    kim = cand("alex kim", 0.45, NOW, partners={"the team": 2})
+    morgan = cand("alex morgan", 0.42, NOW, partners={"the team": 2})
+    _, best = evaluate("alex", [bare, kim, morgan], ["the team"], NOW, ENHANCED, names=DATA)
+    assert best.candidate is bare
 
 
 def test_without_context_the_bare_entity_holds_the_bare_name():
