@@ -95,6 +95,34 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._judgement_entity(jsonb) IS
 'Internal: one entity of a judgement as a plan shows it (entity_id, name, forwarded_from: the merged id given).';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._judgement_plan(bank_id text, verb text, judged jsonb)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    -- What mark_distinct's and unmark_distinct's plans share: the two sides
+    -- and a summary naming them as corrections do (_entity_label).
+    SELECT jsonb_build_object(
+        'kind', _judgement_plan.verb || '_distinct',
+        'bank_id', _judgement_plan.bank_id,
+        'summary', format('%s %s and %s distinct',
+            _judgement_plan.verb,
+            _entity_label(_judgement_plan.bank_id, (_judgement_plan.judged -> 'a' ->> 'id')::uuid,
+                          _judgement_plan.judged -> 'a' ->> 'canonical_name'),
+            _entity_label(_judgement_plan.bank_id, (_judgement_plan.judged -> 'b' ->> 'id')::uuid,
+                          _judgement_plan.judged -> 'b' ->> 'canonical_name')),
+        'entity_a', _judgement_entity(_judgement_plan.judged -> 'a'),
+        'entity_b', _judgement_entity(_judgement_plan.judged -> 'b'),
+        'pair', _judgement_plan.judged -> 'pair'
+    )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._judgement_plan(text, text, jsonb) IS
+'The plan mark_distinct and unmark_distinct (verb: mark or unmark) share for a judged pair (_judged_pair): kind, '
+'bank, summary, both sides.';
+
 CREATE OR REPLACE FUNCTION {{ schema }}.mark_distinct(
     bank_id text,
     entity_a uuid,
@@ -134,17 +162,7 @@ BEGIN
             USING ERRCODE = 'unique_violation';
     END IF;
 
-    plan := jsonb_build_object(
-        'kind', 'mark_distinct',
-        'bank_id', b,
-        'summary', format('mark %s and %s distinct',
-            _entity_label(b, (judged -> 'a' ->> 'id')::uuid, judged -> 'a' ->> 'canonical_name'),
-            _entity_label(b, (judged -> 'b' ->> 'id')::uuid, judged -> 'b' ->> 'canonical_name')),
-        'entity_a', _judgement_entity(judged -> 'a'),
-        'entity_b', _judgement_entity(judged -> 'b'),
-        'pair', judged -> 'pair',
-        'reason', mark_distinct.reason
-    );
+    plan := _judgement_plan(b, 'mark', judged) || jsonb_build_object('reason', mark_distinct.reason);
     IF mark_distinct.dry_run THEN
         RETURN plan || jsonb_build_object('dry_run', TRUE, 'operation_id', NULL);
     END IF;
@@ -197,17 +215,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    plan := jsonb_build_object(
-        'kind', 'unmark_distinct',
-        'bank_id', b,
-        'summary', format('unmark %s and %s distinct',
-            _entity_label(b, (judged -> 'a' ->> 'id')::uuid, judged -> 'a' ->> 'canonical_name'),
-            _entity_label(b, (judged -> 'b' ->> 'id')::uuid, judged -> 'b' ->> 'canonical_name')),
-        'entity_a', _judgement_entity(judged -> 'a'),
-        'entity_b', _judgement_entity(judged -> 'b'),
-        'pair', judged -> 'pair',
-        'judgement', row_image - 'bank_id'
-    );
+    plan := _judgement_plan(b, 'unmark', judged) || jsonb_build_object('judgement', row_image - 'bank_id');
     IF unmark_distinct.dry_run THEN
         RETURN plan || jsonb_build_object('dry_run', TRUE, 'operation_id', NULL);
     END IF;
