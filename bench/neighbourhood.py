@@ -32,6 +32,11 @@ prepared statement on one session (autocommit, read only):
   trigram operator at 0.3 inside the index;
 * ``recent_gin_3.5d_sim0.5``: the same at a stricter trigram bound (0.5), on its own session.
 
+After the sources, untimed against them, the full probe of the retain's one-word
+keys and of its other keys, each alone (``full_by_words``): a bare name is
+decided by how many entities hold its word, reachable or not, so the
+neighbourhood cannot replace its probe under today's rule.
+
 The bench resolves every retain at one event date (``bench.workloads.NOW``);
 last_seen is spread uniformly over the 60 days before it, so a 7-day window
 holds about 11.7 % of the bank and 3.5 days about 5.8 %.
@@ -311,6 +316,7 @@ def measure_size(dsn: str, size: int, batches: int, seed: int = SEED, warmup: in
                       "partners_pruned+recent_3.5d": ("partners_pruned", "recent_btree_3.5d"),
                       "partners+recent_gin_3.5d_sim0.5": ("partners", "recent_gin_3.5d_sim0.5")}
             plans: Dict[str, List[str]] = {}
+            by_words: Dict[str, List[Tuple[float, int]]] = {}
             order = list(stmts)
             for n, facts in enumerate(retains):
                 batch = Batch(facts, bank_names)
@@ -325,6 +331,16 @@ def measure_size(dsn: str, size: int, batches: int, seed: int = SEED, warmup: in
                     t0 = time.perf_counter()
                     got[name] = c.execute(stmts[name], params, prepare=True).fetchall()
                     timed[name] = (time.perf_counter() - t0) * 1000.0
+                # The full probe of the one-word keys apart from the others'
+                # (issue 34: a bare name under bare_names needs every entity
+                # holding its word, so the neighbourhood cannot replace its probe).
+                for label, ks in (("one_word", [k for k in batch.keys if len(k.split()) == 1]),
+                                  ("more_words", [k for k in batch.keys if len(k.split()) > 1])):
+                    t0 = time.perf_counter()
+                    if ks:
+                        conn.execute(stmts["full"], {**base, "p2": ks}, prepare=True).fetchall()
+                    if n >= warmup:
+                        by_words.setdefault(label, []).append(((time.perf_counter() - t0) * 1000.0, len(ks)))
                 if n == warmup:
                     for name in stmts:
                         params = _window(base, WINDOWS[name]) if name in WINDOWS else base
@@ -406,6 +422,9 @@ def measure_size(dsn: str, size: int, batches: int, seed: int = SEED, warmup: in
                 entry["ratio_to_full"][u] = round(statistics.median(
                     [sum(ms[p][j] for p in parts) / ms["full"][j] for j in range(len(ms["full"]))]), 3)
             entry["rows_per_batch"] = {k: round(statistics.mean(v), 1) for k, v in rows.items()}
+            entry["full_by_words"] = {label: {"median_ms": round(statistics.median(t for t, _ in v), 2),
+                                              "keys_per_batch": round(statistics.mean(k for _, k in v), 1)}
+                                      for label, v in by_words.items()}
             entry["coverage"] = cov
     finally:
         with psycopg.connect(dsn, autocommit=True) as admin:
@@ -458,6 +477,13 @@ def markdown(result: Dict[str, Any]) -> str:
         rows.append((f"reachable beyond top 200 found by {name}", lambda c, n=name: c["reachable_beyond_limit"][n]))
     for label, get in rows:
         lines.append(f"| {label} | " + " | ".join(f"{get(s['coverage']):,}" for s in sizes) + " |")
+    if all("full_by_words" in s for s in sizes):
+        lines += ["", "| full probe of (median ms per batch, keys per batch) | "
+                  + " | ".join(f"{s['entities']:,}" for s in sizes) + " |", "|---|" + "---|" * len(sizes)]
+        for label in sizes[0]["full_by_words"]:
+            lines.append(f"| {label.replace('_', ' ')} keys | " + " | ".join(
+                f"{s['full_by_words'][label]['median_ms']:.1f} ({s['full_by_words'][label]['keys_per_batch']})"
+                for s in sizes) + " |")
     return "\n".join(lines)
 
 
