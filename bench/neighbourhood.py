@@ -32,7 +32,7 @@ prepared statement on one session (autocommit, read only):
   trigram operator at 0.3 inside the index;
 * ``recent_gin_3.5d_sim0.5``: the same at a stricter trigram bound (0.5), on its own session.
 
-After the sources, untimed against them, the full probe of the retain's one-word
+After the sources (outside their rotation), the full probe of the retain's one-word
 keys and of its other keys, each alone (``full_by_words``): a bare name is
 decided by how many entities hold its word, reachable or not, so the
 neighbourhood cannot replace its probe under today's rule.
