@@ -251,18 +251,6 @@ def test_without_context_the_bare_entity_holds_the_bare_name():
     assert best.candidate is kim
 
 
-def test_a_namesake_outside_the_neighbourhood_does_not_make_a_bare_name_ambiguous():
-    vasquez = cand("hazel vasquez", 0.45, NOW - timedelta(days=1))
-    # next to none of the fact's names, last seen 300 days before: it could never reach the threshold
-    underhill = cand("hazel underhill", 0.4, NOW - timedelta(days=300), partners={"fleet renewal": 1})
-    evaluations, best = evaluate("hazel", [vasquez, underhill], ["shuttle timetable"], NOW, ENHANCED, names=DATA)
-    assert best.candidate is vasquez
-    assert decisions(evaluations) == {"hazel vasquez": CHOSEN, "hazel underhill": "below_threshold"}
-    # next to the fact's names, it counts, and its context only it has chooses it
-    evaluations, best = evaluate("hazel", [vasquez, underhill], ["fleet renewal"], NOW, ENHANCED, names=DATA)
-    assert best.candidate is underhill and decisions(evaluations)["hazel vasquez"] == AMBIGUOUS
-
-
 def test_a_hub_is_not_enough_context():
     kim = cand("alex kim", 0.45, NOW, partners={"user": 22})
     morgan = cand("alex morgan", 0.42, NOW, partners={"acme": 2})
