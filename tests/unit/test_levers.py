@@ -231,16 +231,6 @@ def test_a_bare_entity_holds_a_bare_name_the_full_names_share_the_context_of():
     assert best.candidate is bare
 
 
-def test_an_untyped_name_of_two_types_nothing_tells_apart_is_not_chosen_by_probe_order():
-    person, place = cand("jordan", 1.0, NOW, etype="person", id="p"), cand("jordan", 1.0, NOW, etype="place", id="l")
-    evaluations, best = evaluate("jordan", [person, place], ["standup"], NOW, ENHANCED, names=DATA)
-    # both 1.0: a tie the score does not break, so a new entity, both ambiguous
-    assert best is None and [ev.decision for ev in evaluations] == [AMBIGUOUS, AMBIGUOUS]
-    # the reference takes the first in probe order
-    _, ref = evaluate("jordan", [person, place], ["standup"], NOW, REFERENCE)
-    assert ref.candidate is person
-
-
 def test_without_context_the_bare_entity_holds_the_bare_name():
     bare = cand("alex", 1.0, NOW)
     kim = cand("alex kim", 0.45, NOW, partners={"react": 9})
