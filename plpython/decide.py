@@ -234,7 +234,7 @@ def exclusive_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Dic
 
 def _by_context(fitting: List[Evaluation], context: FrozenSet[str], scored: List[Evaluation],
                 settings: Dict[str, Any]) -> Tuple[Optional[Evaluation], bool]:
-    """Among entities a name fits equally, the context chooses; the spelling alone never does.
+    """Among entities a name fits equally, the context chooses, then a bare entity, then the score.
 
     The full-name entity with clearly the most context only it has
     (exclusive_context among the full names: at least MIN_CONTEXT, more than
@@ -259,15 +259,20 @@ def _by_context(fitting: List[Evaluation], context: FrozenSet[str], scored: List
 
 # A name that fits several entities, none told apart by context only it has,
 # and no bare entity to hold it: the best score decides, at the threshold, as
-# in the reference (recency and every partner count, shared ones too); under
-# it, a new entity. A new entity made of such a mention was tried first: it
-# becomes the bare entity that takes the next untold mentions of the name, so
-# it mixes the people as surely as the score's choice does, and one more
-# entity is mixed (held-out shared_first_names, seed 7101: the two Hazels at
-# one employer, 9 wrong merges against the reference's 8; with the score, 8,
-# and no held-out stream above the reference). Chosen so, the fitting
-# entities are scored as any (chosen, outscored, below_threshold) and keep
-# their lever (bare_names, typed_mentions); not chosen, they stay ambiguous.
+# in the reference (recency and every partner count, shared ones too; on a
+# tie, probe order, as there); under it, a new entity. A new entity whatever
+# the score was tried first: it becomes the bare entity that takes the next
+# untold mentions of the name, so it mixes the people as surely as the
+# score's choice does, and one more entity is mixed (held-out
+# shared_first_names, seed 7101: the two Hazels at one employer, 9 wrong
+# merges against the reference's 8; with the score, 8, and no held-out
+# stream above the reference). A new entity on a tie (the person and the
+# place both named "Jordan", each 1.0) was tried too: the same figures in
+# order, but typed_homographs' shuffled replays made 9, 8 and 6 wrong merges
+# against 8, 6 and 6 (10, 7 and 8 after reresolve, against 6, 5 and 6).
+# Chosen so, the fitting entities are scored as any (chosen, outscored,
+# below_threshold) and keep their lever (bare_names, typed_mentions); not
+# chosen, they stay ambiguous.
 def _untold(fitting: List[Evaluation], scored: List[Evaluation],
             settings: Dict[str, Any]) -> Tuple[Optional[Evaluation], bool]:
     """Nothing tells the fitting entities apart: the best score if it reaches the threshold, else none."""
