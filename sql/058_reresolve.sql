@@ -122,18 +122,10 @@ AS $$
                 LATERAL (VALUES (r.entity_id_1), (r.entity_id_2)) AS x (id)
             WHERE r.kept_count <> r.count
             UNION
-            SELECT e.id
-            FROM entities AS e
-            LEFT JOIN (
-                SELECT m.entity_id, count(*) AS n, min(m.event_date) AS first_seen, max(m.event_date) AS last_seen
-                FROM mentions AS m
-                WHERE m.bank_id = _reresolve_unrecorded.bank_id
-                GROUP BY m.entity_id
-            ) AS r ON e.id = r.entity_id
-            WHERE
-                e.bank_id = _reresolve_unrecorded.bank_id
-                AND (e.mention_count, e.first_seen, e.last_seen)
-                IS DISTINCT FROM (coalesce(r.n, 0), r.first_seen, r.last_seen)
+            -- Nothing is queued here, so kept is applied.
+            SELECT r.id
+            FROM _entity_stats(_reresolve_unrecorded.bank_id) AS r
+            WHERE (r.kept_count, r.kept_first, r.kept_last) IS DISTINCT FROM (r.count, r.first_seen, r.last_seen)
             ORDER BY 1
         )
     END
