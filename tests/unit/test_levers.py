@@ -241,6 +241,33 @@ def test_without_context_the_bare_entity_holds_the_bare_name():
     assert best.candidate is kim
 
 
+def test_a_namesake_outside_the_neighbourhood_does_not_make_a_bare_name_ambiguous():
+    vasquez = cand("hazel vasquez", 0.45, NOW - timedelta(days=1))
+    # next to none of the fact's names, last seen 300 days before: it could never reach the threshold
+    underhill = cand("hazel underhill", 0.4, NOW - timedelta(days=300), partners={"fleet renewal": 1})
+    evaluations, best = evaluate("hazel", [vasquez, underhill], ["shuttle timetable"], NOW, ENHANCED, names=DATA)
+    assert best.candidate is vasquez
+    assert decisions(evaluations) == {"hazel vasquez": CHOSEN, "hazel underhill": "below_threshold"}
+    # next to the fact's names, it counts, and its context only it has chooses it
+    evaluations, best = evaluate("hazel", [vasquez, underhill], ["fleet renewal"], NOW, ENHANCED, names=DATA)
+    assert best.candidate is underhill and decisions(evaluations)["hazel vasquez"] == AMBIGUOUS
+
+
+def test_a_bare_name_is_decided_the_same_whatever_namesakes_lie_outside_its_neighbourhood():
+    # "Nadia" next to Nadia Lindqvist's project, months after her last fact: her context (0.25, one of
+    # two nearby names, degree 4) chooses her though the score (0.575) misses the threshold ...
+    lindqvist = cand("nadia lindqvist", 0.5, LONG_AGO, partners={"react migration": 4})
+    near = ["react migration", "the team"]
+    evaluations, best = evaluate("nadia", [lindqvist], near, NOW, ENHANCED, names=DATA)
+    assert best.candidate is lindqvist and best.lever == "bare_names" and best.score < ENHANCED["threshold"]
+    # ... and as much with a far Nadia Whitfield in the bank, next to none of the names
+    whitfield = cand("nadia whitfield", 0.5, LONG_AGO, partners={"brand refresh": 2})
+    evaluations, best = evaluate("nadia", [lindqvist, whitfield], near, NOW, ENHANCED, names=DATA)
+    assert best.candidate is lindqvist and decisions(evaluations)["nadia whitfield"] == "below_threshold"
+    # without context only the full name has, the name's score decides: a new entity here
+    assert evaluate("nadia", [lindqvist], ["the team"], NOW, ENHANCED, names=DATA)[1] is None
+
+
 def test_a_hub_is_not_enough_context():
     kim = cand("alex kim", 0.45, NOW, partners={"user": 22})
     morgan = cand("alex morgan", 0.42, NOW, partners={"acme": 2})
