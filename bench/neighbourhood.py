@@ -33,9 +33,11 @@ prepared statement on one session (autocommit, read only):
 * ``recent_gin_3.5d_sim0.5``: the same at a stricter trigram bound (0.5), on its own session.
 
 After the sources (outside their rotation), the full probe of the retain's one-word
-keys and of its other keys, each alone (``full_by_words``): a bare name is
-decided by how many entities hold its word, reachable or not, so the
-neighbourhood cannot replace its probe under today's rule.
+keys and of its other keys, each alone (``full_by_words``): what the one-word
+keys cost the full probe. Until 2026-12-05 a bare name was decided by how many
+entities hold its word, reachable or not; since, by those of its neighbourhood
+only (plpython/decide.py, _in_neighbourhood), so a neighbourhood source could
+replace their probe too (not built yet).
 
 The bench resolves every retain at one event date (``bench.workloads.NOW``);
 last_seen is spread uniformly over the 60 days before it, so a 7-day window
@@ -332,8 +334,7 @@ def measure_size(dsn: str, size: int, batches: int, seed: int = SEED, warmup: in
                     got[name] = c.execute(stmts[name], params, prepare=True).fetchall()
                     timed[name] = (time.perf_counter() - t0) * 1000.0
                 # The full probe of the one-word keys apart from the others'
-                # (issue 34: a bare name under bare_names needs every entity
-                # holding its word, so the neighbourhood cannot replace its probe).
+                # (what a neighbourhood source for bare names would replace).
                 for label, ks in (("one_word", [k for k in batch.keys if len(k.split()) == 1]),
                                   ("more_words", [k for k in batch.keys if len(k.split()) > 1])):
                     t0 = time.perf_counter()

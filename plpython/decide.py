@@ -110,10 +110,10 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     if len(fitting) >= 2:
         return _by_context(fitting, context, scored, settings)
     if len(fitting) == 1:
-        if _told_by_context(fitting[0]):
-            return _by_context(fitting, context, scored, settings)
         _one_word_fits(fitting[0], settings)
         best = best_evaluation(scored)
+        if _told_by_context(fitting[0]) and not passes_threshold(best.score, settings["threshold"]):
+            return fitting[0], True
     if best is not None and best.candidate.how in ("initial", "variant") and lever(settings, NAME_VARIANTS):
         # An initial or a nickname is weaker evidence than the word: it needs context.
         if best.cooccurrence < MIN_CONTEXT:
@@ -219,23 +219,25 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 # many namesakes the rest of the bank holds: what lets a bank of a million
 # entities, thousands of them called Alex, decide a bare "Alex" without
 # reading them all (issue 34). The one full name of the neighbourhood a
-# bare name fits is chosen by the context only it has, as among several
-# (_told_by_context): counting the neighbourhood alone without that, a far
-# namesake had been what sent "Nadia" next to Nadia Lindqvist's project to
-# the context, and without it the name's score (0.59) made a new "Nadia",
-# which then took Nadia Whitfield's next bare mention (recurring, third
-# shuffle: a wrong merge more). Measured against counting every namesake,
-# both together: in order, febrl3_sample 94.2 -> 94.4 and recurring 95.6 ->
-# 95.8, every other family and the held-out families (9 seeds) unchanged;
-# across bench.order's 76 replays no F1 lower and no wrong merge more,
-# before or after reresolve (247 -> 246 before).
+# bare name fits, when its score misses the threshold, is chosen by the
+# context only it has, as among several (_told_by_context). Without that,
+# counting the neighbourhood alone cost a wrong merge: a far namesake had
+# been what sent "Nadia", next to Nadia Lindqvist's project, to the
+# context; alone in the neighbourhood she scored 0.59, a new "Nadia" was
+# made, and it took Nadia Whitfield's next bare mention (recurring, third
+# shuffle). Both together, against counting every namesake: in order,
+# febrl3_sample 94.2 -> 94.4 and recurring 95.6 -> 95.8, every other
+# family and the held-out families (9 seeds) unchanged; across
+# bench.order's 76 replays no F1 lower and no wrong merge more, before or
+# after reresolve.
 def _in_neighbourhood(ev: Evaluation) -> bool:
     """Whether a candidate a one-word name fits counts: the bare entity, a partner of the context, or recent."""
     return scoring.is_identical(ev.candidate) or ev.cooccurrence > 0 or ev.recency > 0
 
 
 def _told_by_context(fit: Evaluation) -> bool:
-    """Whether the one full name a bare name fits has the context to be chosen by it (_by_context)."""
+    """Whether the one full name a bare name fits has the context to be chosen by it, under the threshold
+    (as _by_context chooses among several)."""
     return fit.lever == BARE_NAMES and not scoring.is_identical(fit.candidate) \
         and round(fit.cooccurrence, PRECISION) >= MIN_CONTEXT
 

@@ -160,15 +160,16 @@ def test_explain_keeps_every_candidate_name_whole_and_fits_the_terminal(conn, al
 
 
 def test_explain_says_why_a_candidate_under_the_threshold_won(conn, alexes):
-    # docs/accuracy.md's case: "Alex" near Acme long after (recency 0), Alex Morgan chosen at
-    # 0.479 by the bare-name lever.
-    at = "2027-06-01T00:00:00Z"
+    # docs/accuracy.md's case: "Alex" near Acme five days after Alex Morgan's last fact and six
+    # after Alex Kim's (both in its neighbourhood: seen within the recency window), Alex Morgan
+    # chosen at 0.536 by the bare-name lever.
+    at = "2026-03-08T10:00:00Z"
     result = run("explain", "team", "Alex", "--near", "Acme", "--at", at, "--dsn", dsn_of(conn),
                  env={"COLUMNS": "80"})
     [row] = [c for c in alexes.explain("team", "Alex", ["Acme"], at) if c.decision == "chosen"]
-    assert (row.canonical_name, row.lever, round(row.score, 3)) == ("Alex Morgan", "bare_names", 0.479)
+    assert (row.canonical_name, row.lever, round(row.score, 3)) == ("Alex Morgan", "bare_names", 0.536)
     why = [line for line in result.stdout.splitlines() if "chosen by context: bare-name lever" in line]
-    assert len(why) == 1 and why[0] == "-> chosen by context: bare-name lever; score 0.479, under the threshold 0.600", result.stdout
+    assert len(why) == 1 and why[0] == "-> chosen by context: bare-name lever; score 0.536, under the threshold 0.600", result.stdout
     # A candidate chosen over the threshold needs no such line.
     plain = run("explain", "team", "Alex Morgan", "--dsn", dsn_of(conn))
     assert "resolves to 'Alex Morgan'" in plain.stdout and "chosen by" not in plain.stdout
