@@ -148,7 +148,8 @@ def verdict(mention: str, rows: List[Explanation]) -> str:
 # Why a lever chose a candidate whose score is below the threshold
 # (plpython/decide.py: choose, _by_context, _misspelt).
 _CHOSEN_BY = {
-    # a one-word name several entities fit; the nearby names only this one was seen with chose it
+    # a one-word name one or several entities of its neighbourhood fit; the nearby names only this one
+    # was seen with chose it
     "bare_names": "chosen by context: bare-name lever",
     # entities of this name and of other types; the nearby names chose this one
     "typed_mentions": "chosen by context: typed-mention lever",
