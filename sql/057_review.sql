@@ -597,7 +597,9 @@ DECLARE
     n integer := _check_max_results(review_queue.max_results);
 BEGIN
     -- The items of the bank not dismissed (or whose evidence grew since),
-    -- best first.
+    -- best first; among equal scores by kind and names (sorted), so that
+    -- the same bank replayed, whose entity ids are new, lists the same
+    -- items (the item, which holds ids, only breaks what is left).
     RETURN QUERY
     SELECT i.item, i.kind, i.score, i.entity_ids, i.names, i.evidence, i.fix
     FROM _review_items(b) AS i
@@ -605,7 +607,7 @@ BEGIN
         SELECT 1 FROM review_dismissals AS d
         WHERE d.bank_id = b AND d.item = i.item AND d.evidence >= i.fingerprint
     )
-    ORDER BY i.score DESC, i.item
+    ORDER BY i.score DESC, i.kind, ARRAY(SELECT x.name FROM unnest(i.names) AS x (name) ORDER BY 1), i.item
     LIMIT n;
 END;
 $$;
