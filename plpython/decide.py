@@ -236,10 +236,10 @@ def _in_neighbourhood(ev: Evaluation) -> bool:
 
 
 def _told_by_context(fit: Evaluation) -> bool:
-    """Whether the one full name a bare name fits has the context to be chosen by it, under the threshold
-    (as _by_context chooses among several)."""
-    return fit.lever == BARE_NAMES and not scoring.is_identical(fit.candidate) \
-        and round(fit.cooccurrence, PRECISION) >= MIN_CONTEXT
+    """Whether the one entity a name fits has the context to be chosen by it, under the threshold (as
+    _by_context chooses among several). _name_fits returns a single fit only for a one-word name and a
+    full name, never the bare entity; its co-occurrence is then the context only it has."""
+    return round(fit.cooccurrence, PRECISION) >= MIN_CONTEXT
 
 
 def _one_word_fits(ev: Evaluation, settings: Dict[str, Any]) -> None:
