@@ -35,11 +35,9 @@
 --   the split's new entity into the candidate.
 -- Evidence is read from the record (unit_entities), not from the flushed
 -- statistics, so a fact just written counts at once.
--- Cost: the pairs of close names are found by comparing every two entities
--- of one type in the bank (similarity(), not the trigram index: the index's
--- operator class differs between a single node and Citus, migration 0012),
--- and partners by joining the bank's links; a review of a large bank is a
--- batch job, not a request path.
+-- Cost: the pairs of close names are found by one probe of the bank's
+-- trigram index per entity (_close_names), and partners by joining the
+-- bank's links; a review of a large bank is a batch job, not a request path.
 --
 -- A dismissed item (review_dismissals) stays out of the queue while its
 -- evidence fingerprint (shared partners, facts of the smaller group) is not
@@ -108,6 +106,20 @@ COMMENT ON FUNCTION {{ internal }}._name_fits(text, text[], text[]) IS
 'Internal: for each pair of folded names, how the resolver''s screening lets one stand for the other only with '
 'context (initial, variant, covered) or NULL (plpython/review.py); review_queue''s likely duplicates.';
 
+CREATE OR REPLACE FUNCTION {{ internal }}._close_names(bank_id text)
+RETURNS TABLE (a_id uuid, b_id uuid, sim float8)
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+AS $$ review.close_names_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._close_names(text) IS
+'Internal: every two regular entities of a bank whose folded names have trigram similarity at least 0.3, '
+'each pair once (smaller id first), found through the bank''s trigram index (plpython/review.py); '
+'review_queue''s close names.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._attribute_values(bank_id text, entity_id uuid)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -174,15 +186,13 @@ BEGIN
     close AS (
         SELECT a.id AS a_id, a.canonical_name AS a_name, a.mention_count AS a_count,
             b.id AS b_id, b.canonical_name AS b_name, b.mention_count AS b_count,
-            {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) AS sim,
+            p.sim,
             row_number() OVER (ORDER BY a.id, b.id) AS n
-        FROM entities AS a
-        INNER JOIN entities AS b ON a.bank_id = b.bank_id AND a.id < b.id
+        FROM _close_names(_review_items.bank_id) AS p
+        INNER JOIN entities AS a ON a.bank_id = _review_items.bank_id AND a.id = p.a_id
+        INNER JOIN entities AS b ON b.bank_id = _review_items.bank_id AND b.id = p.b_id
         WHERE
-            a.bank_id = _review_items.bank_id AND b.bank_id = _review_items.bank_id
-            AND a.entity_kind = 'regular' AND b.entity_kind = 'regular'
-            AND _types_compatible(a.entity_type, b.entity_type)
-            AND {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name)) >= 0.3
+            _types_compatible(a.entity_type, b.entity_type)
             AND NOT _judged_distinct(_review_items.bank_id, a.id, b.id)
     ),
     fits AS (

@@ -409,3 +409,25 @@ def test_items_of_equal_score_are_listed_by_their_names_whatever_their_ids(conn)
     assert len(rows) == 4 and len({r["score"] for r in rows}) == 1
     assert [sorted(r["names"]) for r in rows] == [["Ana Borg", "Anna Borg"], ["Ebbe Holm", "Ebe Holm"],
                                                   ["Ole Lind", "Olle Lind"], ["Oto Dahl", "Otto Dahl"]]
+
+
+def test_close_names_are_every_pair_of_the_bank_at_trigram_similarity_0_3(conn):
+    # The review's pairs come from the bank's trigram index, one probe per entity: they must be
+    # exactly the pairs a comparison of every two entities gives (case folded on both sides, the
+    # bank's regular entities only, each pair once), whatever the index's operator class.
+    names = ["Maria Schmidt", "MARIE SCHMIDT", "Mario Schmitt", "Marianne Schmid", "Acme", "ACME Corp",
+             "Acme Corporation", "İlker Yılmaz", "ilker yilmaz", "Oslo", "Osloveien", "Bergen"]
+    for n, name in enumerate(names):
+        insert_fact(conn, "close", [name], event_date=f"2025-{1 + n:02d}-01T09:00:00Z", fact_id=f"c{n}")
+        insert_fact(conn, "other", [name, "Maria Schmidt"], fact_id=f"o{n}")
+    trgm = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
+                        ).fetchone()[0]
+    every = set(conn.execute(
+        f"SELECT a.id, b.id, round({trgm}.similarity(lower(a.canonical_name), lower(b.canonical_name))::numeric, 6)"
+        f"  FROM {ER}.entities AS a JOIN {ER}.entities AS b ON a.bank_id = b.bank_id AND a.id < b.id"
+        "  WHERE a.bank_id = 'close' AND a.entity_kind = 'regular' AND b.entity_kind = 'regular'"
+        f"   AND {trgm}.similarity(lower(a.canonical_name), lower(b.canonical_name)) >= 0.3").fetchall())
+    probed = conn.execute(f"SELECT a_id, b_id, round(sim::numeric, 6) FROM {INTERNAL}._close_names('close')"
+                          ).fetchall()
+    assert len(every) >= 8 and len(probed) == len(set(probed))
+    assert set(probed) == every
