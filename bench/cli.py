@@ -67,6 +67,9 @@ def bench(
                                                  "write path with the bank setting auto_reresolve on and off, and "
                                                  "reresolve_queued per queued fact (bench/auto_reresolve.py; about "
                                                  "2 minutes).")] = True,
+    import_facts: Annotated[int, typer.Option("--import-facts", min=0, help="Facts imported at the default "
+                                              "batch into each size's bank, last (0: skip it; 2,000 take about a "
+                                              "minute at 100,000 entities).")] = 2000,
     citus: Annotated[bool, typer.Option("--citus", help="Instead: single node against a Citus coordinator with two "
                                         "workers on this machine (per-call delegation cost, facts/s); figures into "
                                         "docs/scaling.md. Needs Citus installed (make citus).")] = False,
@@ -107,7 +110,7 @@ def bench(
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
                        writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
                        reresolve_facts=reresolve_facts or None, order=order, attributes=attributes,
-                       auto_reresolve=auto_reresolve,
+                       auto_reresolve=auto_reresolve, import_facts=import_facts,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
     if as_json:
         _print_json(result)

@@ -11,6 +11,10 @@ Each import goes into a database of its own, made for it and dropped after:
   installer and importer run in a subprocess (``PYTHONPATH``), so both versions
   meet the same server, the same stream and the same machine state.
 
+``measure_bank_import`` times the importer at its default batch into one of
+the benchmark's generated banks (issue 34's bulk-import figure): facts made as
+the benchmark's retains (``make_retain``), dated at the bank's ``NOW``.
+
 The 5,000-fact stream is seeded (``stream``): people, organisations, places
 and topics of a small team's memory, with full names, bare first names,
 typos and case variants, dates moving forward.
@@ -27,17 +31,43 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bench.names import ADJ, FIRST, NOUN, ORG_SUFFIX, SYLLABLES, typo
+from bench.workloads import NOW, make_retain
+from entity_resolver import importer
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = "fc0dbf5"        # the 0.1.0 release
 SEED = 20261130
+
+
+def measure_bank_import(dsn: str, bank: Any, facts: int = 2000, seed: int = SEED) -> Dict[str, Any]:
+    """``entity-resolver import`` at the default batch into ``bank`` (a ``build_bank`` bank of the database
+    ``dsn`` names): ``facts`` facts of the benchmark's retains, timed from the scan to the last commit."""
+    rng = random.Random(seed)
+    rows: List[str] = []
+    mentions = 0
+    while len(rows) < facts:
+        for texts in make_retain(bank, rng):
+            if len(rows) < facts:
+                rows.append(json.dumps({"fact_id": f"import-{len(rows)}", "bank_id": bank.bank_id,
+                                        "event_date": NOW.isoformat(), "mentions": texts}, ensure_ascii=False))
+                mentions += len(texts)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "facts.jsonl"
+        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            started = time.perf_counter()
+            summary = importer.import_file(conn, path)
+            seconds = time.perf_counter() - started
+    return {"facts": summary.facts, "mentions": mentions, "batch": importer.DEFAULT_BATCH,
+            "seconds": round(seconds, 1), "facts_per_second": round(summary.facts / seconds, 1),
+            "mentions_per_second": round(mentions / seconds, 1), "entities_created": summary.entities_created}
 
 
 def stream(path: Path, facts: int = 5000, seed: int = SEED) -> Path:

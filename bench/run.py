@@ -78,7 +78,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bench import heldout
 from bench.banks import measure_neighbours, measure_roles
-from bench.imports import measure_imports
+from bench.imports import measure_bank_import, measure_imports
 from bench.latency import measure_latency, probe_plan
 from bench.limits import measure_max_calls
 from bench.machine import backend_memory, machine
@@ -139,7 +139,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
               heldout_seeds: Sequence[int] = heldout.HELDOUT_SEEDS,
               reresolve_facts: Optional[int] = 10_000, order: bool = True, attributes: bool = True,
-              auto_reresolve: bool = True,
+              auto_reresolve: bool = True, import_facts: int = 2000,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
@@ -153,7 +153,8 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
     dry run is timed (None skips it); ``order``: the corpora in order and
     shuffled, before and after ``reresolve`` (needs ``corpora``); ``attributes``:
     the batches with and without mention attributes (``bench.attributes_speed``);
-    ``auto_reresolve``: the cost of the bank setting (``bench.auto_reresolve``).
+    ``auto_reresolve``: the cost of the bank setting (``bench.auto_reresolve``);
+    ``import_facts``: facts imported at the default batch into each size's bank, last (0 skips it).
     """
     say = progress or (lambda msg: None)
     started = time.monotonic()
@@ -232,6 +233,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
                         entry["trigger_flush_stats"][str(w)] = measure_writers_exact(
                             bdsn, conn, bank, w, writer_seconds, seed + 200 + w, flush_at_commit=False)
                 entry["probe_plan_after_writes"] = probe_plan(bdsn, bank, retains[0])
+                if import_facts:
+                    say(f"{size:,} entities: importing {import_facts:,} facts at the default batch")
+                    entry["bulk_import"] = measure_bank_import(bdsn, bank, import_facts, seed + size)
                 result["sizes"][str(size)] = entry
         if reresolve_facts:
             result["reresolve"] = measure_reresolve(dsn, 10_000, reresolve_facts, seed=seed, progress=say)

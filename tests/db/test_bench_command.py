@@ -20,7 +20,7 @@ def test_bench_runs_on_a_tiny_bank(pg_cluster):
     result = CliRunner().invoke(app, ["--dsn", pg_cluster.dsn(), "--sizes", "300", "--batches", "2",
                                       "--writer-seconds", "0.2", "--no-out", "--no-imports", "--no-accuracy",
                                       "--no-heldout", "--neighbours", "2000", "--reresolve-facts", "100",
-                                      "--json"], env=CLEAN_ENV)
+                                      "--import-facts", "50", "--json"], env=CLEAN_ENV)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert "300" in data["sizes"] and "evaluation" not in data and "heldout" not in data
@@ -31,6 +31,9 @@ def test_bench_runs_on_a_tiny_bank(pg_cluster):
     # auto_reresolve: two INSERTs of 10 facts with it on were queued, and reresolve_queued emptied the queue.
     assert data["auto_reresolve"]["facts"] == 100 and data["auto_reresolve"]["queued"] == 20
     assert data["auto_reresolve"]["calls"] == 2 and data["auto_reresolve"]["ratio_of_medians"] > 0
+    # The bulk import: every fact of the file imported into the bank, each of several mentions.
+    bulk = data["sizes"]["300"]["bulk_import"]
+    assert bulk["facts"] == 50 and bulk["mentions"] >= 4 * 50 and bulk["mentions_per_second"] > 0
 
 
 def test_a_bad_size_is_one_error_line_and_exit_status_1(pg_cluster):
