@@ -186,7 +186,7 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 
     A one-word mention (bare_names lever): every entity of its neighbourhood
     with that word in its name ("alex": "Alex", "Alex Kim", "Alex Morgan"),
-    nicknames counted (_in_neighbourhood); an
+    nicknames counted (in_neighbourhood); an
     untyped mention (typed_mentions lever): every entity of the identical name
     ("Jordan" the person, the country).
     """
@@ -196,7 +196,7 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
         eq = names.equivalents(word) if names is not None and lever(settings, NAME_VARIANTS) else frozenset()
         fits = [ev for ev in scored
                 if (word in words.split_words(ev.candidate.key) or eq & set(words.split_words(ev.candidate.key)))
-                and _in_neighbourhood(ev)]
+                and in_neighbourhood(ev)]
         if len(fits) >= 2 or (fits and not scoring.is_identical(fits[0].candidate)):
             for ev in fits:
                 ev.lever = BARE_NAMES
@@ -230,9 +230,29 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 # family and the held-out families (9 seeds) unchanged; across
 # bench.order's 76 replays no F1 lower and no wrong merge more, before or
 # after reresolve.
-def _in_neighbourhood(ev: Evaluation) -> bool:
-    """Whether a candidate a one-word name fits counts: the bare entity, a partner of the context, or recent."""
+def in_neighbourhood(ev: Evaluation) -> bool:
+    """Whether a scored candidate is of the mention's neighbourhood: the same name (identical trigram sets,
+    or one organisation's name, legal forms aside), a partner of the context, or seen within the recency
+    window. A one-word name fits only these (_name_fits); under neighbourhood_suffices, no other candidate
+    changes any decision."""
     return scoring.is_identical(ev.candidate) or ev.cooccurrence > 0 or ev.recency > 0
+
+
+# Issue 34's product decision: a candidate outside the neighbourhood has
+# co-occurrence and recency 0, so it scores name_weight times its name signal
+# at most; when that cannot reach the threshold, it is never chosen, and no
+# lever lets it decide: every path that chooses under the threshold asks for
+# the same name (homonyms, typed_mentions: is_identical), a fit of the
+# neighbourhood (bare_names), or context (_told_by_context, _by_context,
+# _misspelt); a rival judged distinct must pass the threshold. So the mention's
+# decision (the entity chosen, or a new entity and why) is the same with or
+# without such candidates; only the best score a new entity records may be
+# lower. tests/unit/test_neighbourhood.py holds every lever to it; docs/design.md
+# (3.11) says what a resolver that reads only the neighbourhood must look up.
+def neighbourhood_suffices(settings: Dict[str, Any]) -> bool:
+    """True iff no candidate outside a mention's neighbourhood (in_neighbourhood) can change its decision:
+    the name signal alone, at its most, does not reach the threshold."""
+    return not passes_threshold(scoring.weighted(settings, 1.0, 0.0, 0.0), settings["threshold"])
 
 
 def _told_by_context(fit: Evaluation) -> bool:
