@@ -35,9 +35,10 @@
 --   the split's new entity into the candidate.
 -- Evidence is read from the record (unit_entities), not from the flushed
 -- statistics, so a fact just written counts at once.
--- Cost: the pairs of close names are found by one probe of the bank's
--- trigram index per entity (_close_names), and partners by joining the
--- bank's links; a review of a large bank is a batch job, not a request path.
+-- Cost: the pairs of close names, and a near miss's closest names, are found
+-- by one probe of the bank's trigram index per name (_close_names,
+-- _closest_names), and partners by joining the bank's links; a review of a
+-- large bank is a batch job, not a request path.
 --
 -- A dismissed item (review_dismissals) stays out of the queue while its
 -- evidence fingerprint (shared partners, facts of the smaller group) is not
@@ -119,6 +120,19 @@ COMMENT ON FUNCTION {{ internal }}._close_names(text) IS
 'Internal: every two regular entities of a bank whose folded names have trigram similarity at least 0.3, '
 'each pair once (smaller id first), found through the bank''s trigram index (plpython/review.py); '
 'review_queue''s close names.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._closest_names(bank_id text, keys text[], floor float8)
+RETURNS TABLE (name text, id uuid, sim float8)
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+SET "pg_trgm.similarity_threshold" = '0.3'
+AS $$ review.closest_names_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._closest_names(text, text[], float8) IS
+'Internal: for each folded name, every regular entity of a bank whose folded name has trigram similarity at '
+'least floor to it, found through the bank''s trigram index (plpython/review.py); review_queue''s close calls.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._attribute_values(bank_id text, entity_id uuid)
 RETURNS jsonb
@@ -360,6 +374,16 @@ BEGIN
                 )
             )
     ),
+    closest AS (
+        -- The names close to the new entities' names, one probe of the
+        -- trigram index per name.
+        SELECT k.name, k.id, k.sim
+        FROM _closest_names(
+            _review_items.bank_id,
+            ARRAY(SELECT folded(r.name) FROM recent AS r WHERE r.decision = 'created'),
+            floor
+        ) AS k
+    ),
     calls AS (
         SELECT r.*, c.id AS other, c.canonical_name AS other_name, c.sim,
             -- The facts behind the item's entities: more is new evidence.
@@ -371,16 +395,14 @@ BEGIN
         -- A new entity's closest name of the bank (one type, or untyped),
         -- not judged distinct from it: the candidate it nearly was.
         LEFT JOIN LATERAL (
-            SELECT x.id, x.canonical_name,
-                {{ trgm_schema }}.similarity(folded(x.canonical_name), folded(r.name)) AS sim
-            FROM entities AS x
+            SELECT x.id, x.canonical_name, k.sim
+            FROM closest AS k
+            INNER JOIN entities AS x ON x.bank_id = _review_items.bank_id AND k.id = x.id
             WHERE
-                r.decision = 'created' AND x.bank_id = _review_items.bank_id AND x.id <> r.entity
-                AND x.entity_kind = 'regular'
+                r.decision = 'created' AND k.name = folded(r.name) AND x.id <> r.entity
                 AND _types_compatible(x.entity_type, r.entity_type)
                 AND NOT _judged_distinct(_review_items.bank_id, x.id, r.entity)
-                AND {{ trgm_schema }}.similarity(folded(x.canonical_name), folded(r.name)) >= floor
-            ORDER BY 3 DESC, x.id
+            ORDER BY k.sim DESC, x.id
             LIMIT 1
         ) AS c ON TRUE
         WHERE r.decision <> 'ambiguous'

@@ -411,17 +411,23 @@ def test_items_of_equal_score_are_listed_by_their_names_whatever_their_ids(conn)
                                                   ["Ole Lind", "Olle Lind"], ["Oto Dahl", "Otto Dahl"]]
 
 
-def test_close_names_are_every_pair_of_the_bank_at_trigram_similarity_0_3(conn):
-    # The review's pairs come from the bank's trigram index, one probe per entity: they must be
-    # exactly the pairs a comparison of every two entities gives (case folded on both sides, the
-    # bank's regular entities only, each pair once), whatever the index's operator class.
+def _close_bank(conn):
+    """Names close to each other in a bank "close" (facts a month apart), and the same names in "other";
+    returns the schema of pg_trgm."""
     names = ["Maria Schmidt", "MARIE SCHMIDT", "Mario Schmitt", "Marianne Schmid", "Acme", "ACME Corp",
              "Acme Corporation", "İlker Yılmaz", "ilker yilmaz", "Oslo", "Osloveien", "Bergen"]
     for n, name in enumerate(names):
         insert_fact(conn, "close", [name], event_date=f"2025-{1 + n:02d}-01T09:00:00Z", fact_id=f"c{n}")
         insert_fact(conn, "other", [name, "Maria Schmidt"], fact_id=f"o{n}")
-    trgm = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
+    return conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
                         ).fetchone()[0]
+
+
+def test_close_names_are_every_pair_of_the_bank_at_trigram_similarity_0_3(conn):
+    # The review's pairs come from the bank's trigram index, one probe per entity: they must be
+    # exactly the pairs a comparison of every two entities gives (case folded on both sides, the
+    # bank's regular entities only, each pair once), whatever the index's operator class.
+    trgm = _close_bank(conn)
     every = set(conn.execute(
         f"SELECT a.id, b.id, round({trgm}.similarity(lower(a.canonical_name), lower(b.canonical_name))::numeric, 6)"
         f"  FROM {ER}.entities AS a JOIN {ER}.entities AS b ON a.bank_id = b.bank_id AND a.id < b.id"
@@ -430,4 +436,21 @@ def test_close_names_are_every_pair_of_the_bank_at_trigram_similarity_0_3(conn):
     probed = conn.execute(f"SELECT a_id, b_id, round(sim::numeric, 6) FROM {INTERNAL}._close_names('close')"
                           ).fetchall()
     assert len(every) >= 8 and len(probed) == len(set(probed))
+    assert set(probed) == every
+
+
+@pytest.mark.parametrize("floor", [0.3, 0.45])
+def test_closest_names_are_every_entity_of_the_bank_at_the_floor(conn, floor):
+    # A near miss's closest name (close calls) comes from the trigram index, at the bank's
+    # merge_min_similarity: every regular entity of the bank at least that similar, none beyond.
+    trgm = _close_bank(conn)
+    keys = ["maria schmidt", "maria", "acme", "ilker yilmaz", "nobody here"]  # "maria": 0.43 to "maria schmidt"
+    every = set(conn.execute(
+        f"SELECT k, e.id, round({trgm}.similarity(lower(e.canonical_name), k)::numeric, 6)"
+        f"  FROM unnest(%s::text[]) AS k JOIN {ER}.entities AS e ON e.bank_id = 'close'"
+        f"  WHERE e.entity_kind = 'regular' AND {trgm}.similarity(lower(e.canonical_name), k) >= %s",
+        (keys, floor)).fetchall())
+    probed = conn.execute(f"SELECT name, id, round(sim::numeric, 6) FROM {INTERNAL}._closest_names('close', %s, %s)",
+                          (keys, floor)).fetchall()
+    assert len(every) >= 6 and len(probed) == len(set(probed))
     assert set(probed) == every
