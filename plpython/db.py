@@ -133,6 +133,18 @@ def run(plpy, name, query, types, args):
     return execute(plpy, plan(plpy, name, query, types), args)
 
 
+def stream(plpy, name, query, types, args, batch=10000):
+    """Prepare (once) and run a statement through a cursor; yield its rows, ``batch`` at a time from the
+    server, so that a set-returning function never holds them all (counted once)."""
+    _COUNTER["statements"] += 1
+    cursor = plpy.cursor(plan(plpy, name, query, types), args)
+    while True:
+        rows = cursor.fetch(batch)
+        if not rows:
+            return
+        yield from rows
+
+
 @contextmanager
 def generic_plans(plpy):
     """Run the block with generic plans when entity_resolver.generic_plans allows it.
