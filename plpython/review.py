@@ -61,7 +61,9 @@ def name_fits_sql(plpy, bank_id: str, a: Optional[List[str]], b: Optional[List[s
 # tokens), where comparing every two entities with similarity() read them
 # all: at 14,356 entities 103 million comparisons, 4 minutes, against 9 s
 # for the same 273,090 pairs. The floor is pg_trgm.similarity_threshold,
-# which _close_names sets (0.3, the resolver's probe floor).
+# which _close_names sets (0.3, the resolver's probe floor). Here and in
+# SQL_CLOSEST_NAMES, "<> 'label'" is the partial trigram index's predicate,
+# written as the resolver's probe writes it; "= 'regular'" is the review's rule.
 SQL_CLOSE_NAMES = """
 SELECT a.id::text AS a_id, b.id::text AS b_id,
        @trgm@.similarity(folded(a.canonical_name), folded(b.canonical_name))::float8 AS sim
