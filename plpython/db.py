@@ -133,11 +133,16 @@ def run(plpy, name, query, types, args):
     return execute(plpy, plan(plpy, name, query, types), args)
 
 
+def _cursor(plpy, plan, args):
+    """A cursor over a prepared plan's rows."""
+    return plpy.cursor(plan, args)
+
+
 def stream(plpy, name, query, types, args, batch=10000):
     """Prepare (once) and run a statement through a cursor; yield its rows, ``batch`` at a time from the
     server, so that a set-returning function never holds them all (counted once)."""
     _COUNTER["statements"] += 1
-    cursor = plpy.cursor(plan(plpy, name, query, types), args)
+    cursor = _cursor(plpy, plan(plpy, name, query, types), args)
     while True:
         rows = cursor.fetch(batch)
         if not rows:
