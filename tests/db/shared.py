@@ -15,6 +15,12 @@ INTERNAL = SCHEMA + "_internal"
 ROLES = ("entity_resolver_user", "entity_resolver_bank_user", "entity_resolver_curator")
 
 
+def trgm_schema(conn: psycopg.Connection) -> str:
+    """The schema pg_trgm is installed in, as SQL may name it (regnamespace::text)."""
+    return conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
+                        ).fetchone()[0]
+
+
 def dsn_of(conn: psycopg.Connection, user: str | None = None) -> str:
     """The DSN of the database ``conn`` is connected to, as ``user`` when given."""
     i = conn.info

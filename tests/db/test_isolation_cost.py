@@ -24,7 +24,7 @@ from psycopg import sql
 
 from bench import workloads
 from helpers import plan_nodes, statement_plan
-from shared import INTERNAL as IN, SCHEMA as ER
+from shared import INTERNAL as IN, SCHEMA as ER, trgm_schema
 
 SIZE = 20000
 
@@ -128,8 +128,7 @@ TEXT = st.text(alphabet=st.sampled_from(list("abcdeéİıßSAN -'1") + ["Ж", "�
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(a=TEXT, b=TEXT, threshold=st.sampled_from(["0.3", "0.5", "1"]))
 def test_the_leakproof_functions_are_what_they_stand_for(conn, a, b, threshold):
-    trgm = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension"
-                        " WHERE extname = 'pg_trgm'").fetchone()[0]
+    trgm = trgm_schema(conn)
     conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false),"
                  " set_config('pg_trgm.strict_word_similarity_threshold', %s, false)", (threshold, threshold))
     row = conn.execute(

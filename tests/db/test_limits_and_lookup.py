@@ -6,7 +6,7 @@ import json
 
 import psycopg
 import pytest
-from shared import SCHEMA as ER
+from shared import SCHEMA as ER, trgm_schema
 
 
 def counts(conn):
@@ -179,8 +179,7 @@ def test_df_of_the_schema_lists_only_the_public_functions(conn):
         "SELECT p.proname FROM pg_proc p WHERE p.pronamespace = 'entity_resolver'::regnamespace")}
     assert names and not {n for n in names if n.startswith("_")}
     # pg_trgm is not in our schemas.
-    trgm = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
-                        ).fetchone()[0]
+    trgm = trgm_schema(conn)
     assert trgm not in ("entity_resolver", "entity_resolver_internal")
     assert not names & {"similarity", "show_trgm", "word_similarity"}
 

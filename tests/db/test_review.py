@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from corrections_helpers import ER, call, entity_id, insert_fact, snapshot
-from shared import INTERNAL
+from shared import INTERNAL, trgm_schema
 from test_curation import grant
 
 
@@ -419,8 +419,7 @@ def _close_bank(conn):
     for n, name in enumerate(names):
         insert_fact(conn, "close", [name], event_date=f"2025-{1 + n:02d}-01T09:00:00Z", fact_id=f"c{n}")
         insert_fact(conn, "other", [name, "Maria Schmidt"], fact_id=f"o{n}")
-    return conn.execute("SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
-                        ).fetchone()[0]
+    return trgm_schema(conn)
 
 
 def test_close_names_are_every_pair_of_the_bank_at_trigram_similarity_0_3(conn):

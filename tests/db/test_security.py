@@ -19,7 +19,7 @@ import pytest
 from psycopg import sql
 
 from entity_resolver.install import install
-from shared import INTERNAL, SCHEMA
+from shared import INTERNAL, SCHEMA, trgm_schema
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -672,8 +672,7 @@ def test_pg_trgm_living_in_public_with_hostile_neighbours_changes_nothing(empty_
     admin = empty_db()
     admin.execute("CREATE EXTENSION pg_trgm")                 # into public
     install(admin)
-    assert admin.execute("SELECT extnamespace::regnamespace::text FROM pg_extension"
-                         " WHERE extname = 'pg_trgm'").fetchone() == ("public",)
+    assert trgm_schema(admin) == "public"
     suffix = uuid.uuid4().hex[:8]
     app, mallory = f"er_app_{suffix}", f"er_mallory_{suffix}"
     for role in (app, mallory):
