@@ -379,6 +379,20 @@ def homonyms(scored: List[Evaluation]) -> List[Evaluation]:
     return []
 
 
+def new_entity_flags(evaluations: Iterable[Evaluation], key: str) -> Tuple[bool, bool]:
+    """What a mention no candidate took becomes: (ambiguous, homonym).
+
+    Homonyms nothing told apart, or entities judged distinct it fits equally:
+    an entity of its own, which says so (ambiguous), a homonym when one of
+    them bears its name. Otherwise every entity of the name ruled out by an
+    attribute: another of that name (a homonym).
+    """
+    evaluations = list(evaluations)
+    if any(ev.detail == UNTOLD for ev in evaluations):
+        return True, any(ev.detail == UNTOLD and ev.candidate.key == key for ev in evaluations)
+    return False, any(ev.decision == ATTRIBUTE_CONFLICT and scoring.is_identical(ev.candidate) for ev in evaluations)
+
+
 def _among_homonyms(same: List[Evaluation], context: FrozenSet[str],
                     fits: Optional[Dict[Any, Fit]]) -> Optional[Evaluation]:
     """The one homonym holding the mention's distinguishing value; else the one with clearly the most context

@@ -29,7 +29,6 @@ import mentions as mentions_mod
 import names as names_mod
 import probe
 import record
-import scoring
 import screen
 import trigrams
 from callstate import CallState
@@ -246,16 +245,11 @@ def _flag(i: int, key: str, evaluations, best, state: CallState) -> None:
     """What the attributes made of a decision: a homonym to create, and whether nothing told homonyms apart."""
     if best is not None:
         return
-    if any(ev.detail == decide.UNTOLD for ev in evaluations):
-        # Homonyms nothing told apart, or entities judged distinct it fits
-        # equally: an entity of its own, which says so (a homonym of any of
-        # its name).
-        if any(ev.detail == decide.UNTOLD and ev.candidate.key == key for ev in evaluations):
-            state.homonyms.add(i)
-        state.flags[i] = AMBIGUOUS
-    elif any(ev.decision == scoring.ATTRIBUTE_CONFLICT and scoring.is_identical(ev.candidate) for ev in evaluations):
-        # Every entity of the name ruled out: another of that name.
+    ambiguous, homonym = decide.new_entity_flags(evaluations, key)
+    if homonym:
         state.homonyms.add(i)
+    if ambiguous:
+        state.flags[i] = AMBIGUOUS
 
 
 # Whether two entities were judged distinct (mark_distinct): read when a

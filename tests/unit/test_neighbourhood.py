@@ -9,20 +9,16 @@ decide. So a resolver may read the neighbourhood's candidates only, as long as i
 """
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 from hypothesis import given, settings as hsettings, strategies as st
 
+import probe
 import scoring
-from decide import AMBIGUOUS, UNTOLD, evaluate, in_neighbourhood, neighbourhood_suffices
+from decide import evaluate, in_neighbourhood, neighbourhood_suffices, new_entity_flags
 from screen import screen
-from scoring import ATTRIBUTE_CONFLICT, Candidate
-from settings import DEFAULTS
-from test_levers import DATA
-
-NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
-ENHANCED = dict(DEFAULTS)
-REFERENCE = dict(DEFAULTS, profile="reference")
+from scoring import Candidate
+from test_levers import DATA, ENHANCED, NOW, REFERENCE
 
 FIRST = ["alex", "alx", "sarah", "sara", "ana", "anna", "bob", "robert", "rob", "kim", "r."]
 LAST = ["kim", "chen", "chan", "silva", "costa", "smith", "smyth"]
@@ -51,11 +47,7 @@ def _decision(evaluations, best, key):
     """What the resolver does with a mention: the entity chosen, or a new one and how it is flagged."""
     if best is not None:
         return ("resolved", best.candidate.id)
-    untold = any(ev.detail == UNTOLD for ev in evaluations)
-    homonym = (any(ev.detail == UNTOLD and ev.candidate.key == key for ev in evaluations)
-               or any(ev.decision == ATTRIBUTE_CONFLICT and scoring.is_identical(ev.candidate)
-                      for ev in evaluations))
-    return ("new", AMBIGUOUS if untold else None, homonym)
+    return ("new", *new_entity_flags(evaluations, key))
 
 
 def _far(cand, mention, nearby, event_date, cfg, mention_type):
@@ -120,7 +112,7 @@ def cases(draw):
         partners = {p: rng.choice([1, 2, 4, 16, 40]) for p in rng.sample(pool, rng.randint(0, 3))}
         cands.append(Candidate(f"e{n}", name, sim, None if days is None else NOW - timedelta(days=days),
                                partners=partners, entity_type=etype, homonym=homonym))
-    cands.sort(key=lambda c: (-c.trigram_similarity, c.key, c.entity_type or "", c.id))
+    cands.sort(key=probe.order_key)
     ids = [c.id for c in cands]
     judged = {frozenset(rng.sample(ids, 2)) for _ in range(rng.randint(0, 2))} if len(ids) >= 2 else set()
     mention_type = rng.choice([None, None, "person", "organization"])
