@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 import db
 import memory
 import names as names_mod
+import neighbourhood
 import probe
 import screen
 import small_bank
@@ -75,7 +76,8 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
               memory_keys: List[str], cfg, data: names_mod.NameData,
               types: Optional[Dict[str, Set[Optional[str]]]] = None, prober=None,
               surviving: Optional[Callable[[Dict[str, List[Candidate]]], Tuple[Dict[str, List[List[Candidate]]],
-                                                                                 Dict]]] = None) -> View:
+                                                                                 Dict]]] = None,
+              around: Optional[neighbourhood.Around] = None) -> View:
     """The exact look-up and the probe of a call: two statements (one more with queued dates, one more
     for a key whose identical names do not settle it). A small bank in a crowded table is read whole
     instead of probed through the index (small_bank.py): the same rows, from one statement.
@@ -92,7 +94,9 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     and the values it read (View.held). A key is settled by its identical
     names only when what every mention leaves settles it; else it is probed
     in full (a near spelling may be the one when every Maria Schmidt the
-    bank knows was born another day).
+    bank knows was born another day). ``around``: the call's nearby names and
+    dates, for reading its neighbourhood instead of the full probe
+    (neighbourhood.py), where that applies.
     """
     forms = {k: split_forms(k, cfg, data) for k in regular_keys}
     exact = {f for fs in forms.values() for f in fs.exact}
@@ -110,7 +114,7 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
                             db.call_setting("table_rows"))
     if small is None:
-        by_key, identical, names = (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, limit)
+        by_key, identical, names = _probe(plpy, bank, full, narrow, hits, forms, cfg, data, prober, around)
     else:
         by_key, names = small.candidates(full, limit, threshold)
         identical, identical_names = small.candidates(narrow, limit, threshold, identical_only=True)
@@ -138,6 +142,33 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
         ids = [c.id for cands in by_key.values() for c in cands] + [h.id for f in exact for h in hits.get(f, ())]
         pending = probe.pending_dates(plpy, bank.id, ids)
     return View(hits, by_key, names, pending, forms, held=held)
+
+
+def _probe(plpy, bank, full: List[str], narrow: List[str], hits, forms: Dict[str, Forms], cfg, data, prober,
+           around: Optional[neighbourhood.Around]):
+    """The probe of a call's keys: in full and for identical names (narrow), or, where the call may read
+    its neighbourhood instead (neighbourhood.py), that for the full keys not next to a hub.
+
+    Returns (candidates by key, identical candidates by narrow key, every candidate's name).
+    """
+    if prober is not None or around is None or not full or not neighbourhood.applies(
+            cfg, db.call_setting("neighbourhood_probe"), db.call_setting("table_rows")) \
+            or (bank.isolated and not db.leakproof_probe(plpy)):
+        return (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, cfg["max_candidates"])
+    near: Dict[str, Set[str]] = {}
+    for k, names in around.near.items():
+        for f in [k] + (forms[k].probed if k in forms else []):
+            near.setdefault(f, set()).update(names)
+    found = {h.id for rows in hits.values() for h in rows}
+    nb = neighbourhood.read(plpy, bank.id, full, around._replace(near=near, ids=around.ids | found),
+                            probe_threshold(cfg), cfg, data)
+    by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, nb.probed, narrow, cfg["max_candidates"])
+    if nb.rows is not None:
+        read, read_names = nb.rows.candidates([k for k in full if k not in set(nb.probed)], cfg["max_candidates"],
+                                              probe_threshold(cfg))
+        by_key.update(read)
+        names.update(read_names)
+    return by_key, identical, names
 
 
 # -- the probe of identical names ------------------------------------------------------------

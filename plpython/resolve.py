@@ -27,6 +27,7 @@ import decide
 import memory
 import mentions as mentions_mod
 import names as names_mod
+import neighbourhood
 import probe
 import record
 import screen
@@ -424,10 +425,11 @@ def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, wri
         types.setdefault(call.folded.keys[i], set()).add(mention_type(call.folded, call.exact, i))
     identifying = [kv for i in call.regular for kv in given(call, i, attributes.IDENTIFYING).items()]
     for attempt in range(MAX_ATTEMPTS):
+        holders = attributes.holders(plpy, bank.id, identifying) if identifying else None
         view = candidates.read_view(plpy, bank, call.folded.keys, literal_keys, regular_keys, memory_keys,
-                                    call.cfg, call.data, types, prober, _surviving(call))
+                                    call.cfg, call.data, types, prober, _surviving(call), _around(call, holders))
         if identifying:
-            view = view._replace(holders=attributes.holders(plpy, bank.id, identifying))
+            view = view._replace(holders=holders)
         state = CallState(near)
         state.bank_held.update(view.held or {})
         results = []
@@ -444,6 +446,17 @@ def _resolve_call(plpy, bank_id: str, facts: List[Fact], default_event_date, wri
         if attempt == MAX_ATTEMPTS - 1:
             raise lost
     return results
+
+
+def _around(call: Call, holders) -> neighbourhood.Around:
+    """What the call's neighbourhood is read from: each regular key's nearby names, the call's event
+    dates, and the holders of its identifiers (each resolves a mention early in the call)."""
+    near: Dict[str, Set[str]] = {}
+    for i in call.regular:
+        near.setdefault(call.folded.keys[i], set()).update(call.folded.nearby[i])
+    epochs = {call.folded.epochs[i] for i in call.regular if call.folded.epochs[i] is not None}
+    ids = {r["id"] for rows in (holders or {}).values() for r in rows}
+    return neighbourhood.Around(near, epochs, ids)
 
 
 def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:

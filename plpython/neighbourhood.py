@@ -1,0 +1,192 @@
+"""Candidates from a call's neighbourhood, not from every name of the bank (issue 34, docs/design.md 3.11).
+
+Under the enhanced profile, and where the name signal alone cannot reach the
+threshold (decide.neighbourhood_suffices), a candidate outside a mention's
+neighbourhood never changes its decision. The neighbourhood is read from
+three small sources instead of the bank's whole trigram index:
+
+- **the same name**: every name holding the key (or a probed form of it) as a
+  whole extent of its words (the trigram index's strict word similarity at 1,
+  answered from its shortest posting lists): the identical trigram sets, and
+  "acme" in "Acme Inc", "ACME Corp" (legal forms aside, one organisation's
+  name); exact names, aliases and forms come from the exact look-up, as always;
+- **partners**: every entity co-occurring with an entity a nearby name of the
+  call names (by name or alias, its legal forms aside too), the pairs this
+  transaction queued included;
+- **recent entities**: every entity last seen within the recency window of an
+  event date of the call (through entities_bank_last_seen_idx), and every entity
+  this transaction queued a date for.
+
+The entities the call's exact look-up found (and the holders of its
+identifiers) join them: an entity the call resolves early is recent, and a
+partner, for its later facts. The rows read are compared with each key here
+(small_bank.SmallBank: pg_trgm's similarity bit for bit), in the probe's order
+and limit. A call's union serves every mention: a candidate that is of no
+mention's own neighbourhood changes nothing.
+
+Hubs: a nearby entity with more than HUB_PARTNERS partners would bring more
+rows than the probe reads, so the keys next to one are probed in full, as
+before. Their decisions are the same either way.
+
+entity_resolver.neighbourhood_probe chooses: off (the default, for now) never;
+auto reads the neighbourhood when the entities table holds at least
+AUTO_MIN_ROWS rows (the probe's cost follows the table's posting lists, the
+neighbourhood's the bank's activity); on always, where it applies. Hubs and
+the remaining cost are in docs/benchmarks.md (issue 34).
+"""
+
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
+
+import context as context_mod
+import db
+import decide
+import small_bank
+
+# A nearby entity with more partners than this is a hub: the keys next to it are probed in full.
+HUB_PARTNERS = 500
+# auto: the neighbourhood is read where the entities table holds this many rows
+# (the planner's estimate); below, the probe's posting lists are short.
+AUTO_MIN_ROWS = 50000
+# Seconds added to each side of a recency window: the window is read wider than
+# scoring.recency_score counts it, never narrower.
+WINDOW_SLACK = 1.0
+
+# The entities the nearby names ($2) name, by name or alias, each with its
+# partners counted up to $3 + 1 (a hub's are not all read; which pairs the
+# count stops at does not matter, so the LIMITs have no ORDER BY: AM09 silenced).
+SQL_NEAR = """
+WITH near AS (
+    SELECT k.key, e.id
+      FROM each_key($2::text[]) AS k (key)
+     CROSS JOIN LATERAL (  -- noqa: ST05
+           SELECT x.id FROM entities AS x
+            WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
+           OFFSET 0) AS e  -- noqa: AM09
+    UNION
+    SELECT folded(a.alias) AS key, a.entity_id AS id
+      FROM entity_aliases AS a
+     WHERE a.bank_id = $1 AND folded(a.alias) = ANY($2::text[])
+)
+
+SELECT near.key, near.id::text AS id,
+       (SELECT count(*) FROM (SELECT 1 FROM entity_cooccurrences AS c
+                               WHERE c.bank_id = $1 AND c.entity_id_1 = near.id AND c.cooccurrence_count > 0
+                               LIMIT $3 + 1) AS p)  -- noqa: AM09
+       + (SELECT count(*) FROM (SELECT 1 FROM entity_cooccurrences AS c
+                                 WHERE c.bank_id = $1 AND c.entity_id_2 = near.id AND c.cooccurrence_count > 0
+                                 LIMIT $3 + 1) AS p) AS partners  -- noqa: AM09
+  FROM near
+"""
+
+# The neighbourhood's rows, in the probe's tie order (rank): names holding a
+# key ($2) as an extent at similarity $3 or more; partners of the nearby
+# entities $4 (the bank's pairs and this transaction's queued ones); entities
+# last seen inside a window ($5, $6: epochs) or queued a date by this
+# transaction; the entities $7.
+SQL_ROWS = """
+WITH found AS (
+    SELECT e.id
+      FROM unnest($2::text[]) AS k (key)
+     CROSS JOIN LATERAL (  -- noqa: ST05
+           SELECT x.id FROM entities AS x
+            WHERE x.bank_id @bank_collate@ = $1 AND x.entity_kind <> 'label'
+              AND folded(x.canonical_name) OPERATOR (@sim@.%>>) k.key
+              AND @trgm@.similarity(lower(x.canonical_name), k.key) >= $3
+           OFFSET 0) AS e  -- noqa: AM09
+    UNION
+    SELECT c.entity_id_2 AS id FROM entity_cooccurrences AS c
+     WHERE c.bank_id = $1 AND c.entity_id_1 = ANY($4::uuid[]) AND c.cooccurrence_count > 0
+    UNION
+    SELECT c.entity_id_1 AS id FROM entity_cooccurrences AS c
+     WHERE c.bank_id = $1 AND c.entity_id_2 = ANY($4::uuid[]) AND c.cooccurrence_count > 0
+    UNION
+    SELECT q.entity_id AS id FROM stats_queue AS q
+     WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()
+       AND (q.entity_id_2 IS NULL OR q.entity_id_2 = ANY($4::uuid[]))
+    UNION
+    SELECT q.entity_id_2 AS id FROM stats_queue AS q
+     WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned() AND q.entity_id = ANY($4::uuid[])
+       AND q.entity_id_2 IS NOT NULL
+    UNION
+    SELECT e.id
+      FROM unnest($5::float8[], $6::float8[]) AS w (lo, hi)
+     CROSS JOIN LATERAL (  -- noqa: ST05
+           SELECT x.id FROM entities AS x
+            WHERE x.bank_id = $1 AND x.last_seen > to_timestamp(w.lo) AND x.last_seen < to_timestamp(w.hi)
+           OFFSET 0) AS e  -- noqa: AM09
+    UNION
+    SELECT unnest($7::uuid[]) AS id
+)
+
+SELECT b.key, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id, b.homonym,
+       row_number() OVER (ORDER BY b.key ASC, coalesce(b.entity_type, '') ASC, b.id ASC) AS rank
+  FROM (SELECT e.id, e.canonical_name, e.entity_type, lower(e.canonical_name) AS key,
+               extract(EPOCH FROM e.last_seen)::float8 AS last_seen, e.homonym IS NOT NULL AS homonym
+          FROM found
+         CROSS JOIN LATERAL (  -- noqa: ST05
+               SELECT x.id, x.canonical_name, x.entity_type, x.last_seen, x.homonym FROM entities AS x
+                WHERE x.bank_id = $1 AND x.id = found.id AND x.entity_kind <> 'label'
+               OFFSET 0) AS e) AS b  -- noqa: AM09
+"""
+
+
+class Around(NamedTuple):
+    """What a call's neighbourhood is made of: each key's nearby names, and the event dates (epochs)."""
+
+    near: Dict[str, Set[str]]          # key -> the nearby names of its mentions
+    epochs: Set[float]
+    ids: Set[str]                      # entities the call found otherwise (exact look-up, identifiers)
+
+
+def applies(cfg, mode: str, table_rows: float) -> bool:
+    """Whether a call reads its neighbourhood instead of probing the bank in full."""
+    if mode == "off" or cfg.get("profile") != "enhanced" or not decide.neighbourhood_suffices(cfg):
+        return False
+    return mode == "on" or table_rows >= AUTO_MIN_ROWS
+
+
+def windows(epochs: Iterable[float], days: float) -> Tuple[List[float], List[float]]:
+    """The recency windows around the dates, overlapping ones joined: (starts, ends), in epochs."""
+    half = days * 86400.0 + WINDOW_SLACK
+    out: List[List[float]] = []
+    for e in sorted(epochs):
+        if out and e - half <= out[-1][1]:
+            out[-1][1] = e + half
+        else:
+            out.append([e - half, e + half])
+    return [w[0] for w in out], [w[1] for w in out]
+
+
+class Neighbourhood(NamedTuple):
+    """The neighbourhood read for a call: the keys left to the full probe, and the rows for the others."""
+
+    probed: List[str]                  # keys next to a hub: probed in full
+    rows: Optional[small_bank.SmallBank]
+
+
+def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, cfg, data) -> Neighbourhood:
+    """Read the neighbourhood of ``keys`` (the keys and probed forms a call would probe in full), for
+    candidates at trigram similarity ``floor`` or more."""
+    forms_of = {k: context_mod.near_forms(around.near.get(k, ()), cfg, data) for k in keys}
+    every = sorted({f for forms in forms_of.values() for f in forms})
+    reached: Dict[str, Set[str]] = {}
+    partners: Dict[str, int] = {}
+    if every:
+        for r in db.run(plpy, "neighbourhood_near", SQL_NEAR, ["text", "text[]", "int"],
+                        [bank_id, every, HUB_PARTNERS]):
+            reached.setdefault(r["key"], set()).add(r["id"])
+            partners[r["id"]] = r["partners"]
+    hubs = {e for e, n in partners.items() if n > HUB_PARTNERS}
+    probed = sorted(k for k in keys if any(reached.get(f, set()) & hubs for f in forms_of[k]))
+    rest = [k for k in keys if k not in set(probed)]
+    if not rest:
+        return Neighbourhood(probed, None)
+    starts, ends = windows(around.epochs, cfg["recency_window_days"])
+    rows = sorted(db.run(plpy, "neighbourhood_rows", SQL_ROWS,
+                         ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]"],
+                         [bank_id, rest, floor, sorted(set(partners) - hubs), starts, ends, sorted(around.ids)]),
+                  key=lambda r: r["rank"])
+    sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(rest))
+    name_map = small_bank.NameMap()
+    name_map.update({r["key"]: sets[r["key"]] for r in rows})
+    return Neighbourhood(probed, small_bank.SmallBank({k: sets[k] for k in rest}, rows, name_map))
