@@ -114,7 +114,8 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
                             db.call_setting("table_rows"))
     if small is None:
-        by_key, identical, names = _probe(plpy, bank, full, narrow, hits, forms, cfg, data, prober, around)
+        by_key, identical, names = _probe(plpy, bank, full, narrow, limit, threshold, hits, forms, cfg, data,
+                                          prober, around)
     else:
         by_key, names = small.candidates(full, limit, threshold)
         identical, identical_names = small.candidates(narrow, limit, threshold, identical_only=True)
@@ -144,8 +145,8 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     return View(hits, by_key, names, pending, forms, held=held)
 
 
-def _probe(plpy, bank, full: List[str], narrow: List[str], hits, forms: Dict[str, Forms], cfg, data, prober,
-           around: Optional[neighbourhood.Around]):
+def _probe(plpy, bank, full: List[str], narrow: List[str], limit: int, threshold: float, hits,
+           forms: Dict[str, Forms], cfg, data, prober, around: Optional[neighbourhood.Around]):
     """The probe of a call's keys: in full and for identical names (narrow), or, where the call may read
     its neighbourhood instead (neighbourhood.py), that for the full keys not next to a hub.
 
@@ -154,18 +155,17 @@ def _probe(plpy, bank, full: List[str], narrow: List[str], hits, forms: Dict[str
     if prober is not None or around is None or not full or not neighbourhood.applies(
             cfg, db.call_setting("neighbourhood_probe"), db.call_setting("table_rows")) \
             or (bank.isolated and not db.leakproof_probe(plpy)):
-        return (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, cfg["max_candidates"])
+        return (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, limit)
     near: Dict[str, Set[str]] = {}
     for k, names in around.near.items():
         for f in [k] + (forms[k].probed if k in forms else []):
             near.setdefault(f, set()).update(names)
     found = {h.id for rows in hits.values() for h in rows}
     nb = neighbourhood.read(plpy, bank.id, full, around._replace(near=near, ids=around.ids | found),
-                            probe_threshold(cfg), cfg, data)
-    by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, nb.probed, narrow, cfg["max_candidates"])
+                            threshold, cfg, data)
+    by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, nb.probed, narrow, limit)
     if nb.rows is not None:
-        read, read_names = nb.rows.candidates([k for k in full if k not in set(nb.probed)], cfg["max_candidates"],
-                                              probe_threshold(cfg))
+        read, read_names = nb.rows.candidates(nb.read, limit, threshold)
         by_key.update(read)
         names.update(read_names)
     return by_key, identical, names

@@ -40,6 +40,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tu
 import context as context_mod
 import db
 import decide
+import probe
 import small_bank
 
 # A nearby entity with more partners than this is a hub: the keys next to it are probed in full.
@@ -50,33 +51,6 @@ AUTO_MIN_ROWS = 50000
 # Seconds added to each side of a recency window: the window is read wider than
 # scoring.recency_score counts it, never narrower.
 WINDOW_SLACK = 1.0
-
-# The entities the nearby names ($2) name, by name or alias, each with its
-# partners counted up to $3 + 1 (a hub's are not all read; which pairs the
-# count stops at does not matter, so the LIMITs have no ORDER BY: AM09 silenced).
-SQL_NEAR = """
-WITH near AS (
-    SELECT k.key, e.id
-      FROM each_key($2::text[]) AS k (key)
-     CROSS JOIN LATERAL (  -- noqa: ST05
-           SELECT x.id FROM entities AS x
-            WHERE x.bank_id = $1 AND folded(x.canonical_name) = k.key
-           OFFSET 0) AS e  -- noqa: AM09
-    UNION
-    SELECT folded(a.alias) AS key, a.entity_id AS id
-      FROM entity_aliases AS a
-     WHERE a.bank_id = $1 AND folded(a.alias) = ANY($2::text[])
-)
-
-SELECT near.key, near.id::text AS id,
-       (SELECT count(*) FROM (SELECT 1 FROM entity_cooccurrences AS c
-                               WHERE c.bank_id = $1 AND c.entity_id_1 = near.id AND c.cooccurrence_count > 0
-                               LIMIT $3 + 1) AS p)  -- noqa: AM09
-       + (SELECT count(*) FROM (SELECT 1 FROM entity_cooccurrences AS c
-                                 WHERE c.bank_id = $1 AND c.entity_id_2 = near.id AND c.cooccurrence_count > 0
-                                 LIMIT $3 + 1) AS p) AS partners  -- noqa: AM09
-  FROM near
-"""
 
 # The neighbourhood's rows, in the probe's tie order (rank): names holding a
 # key ($2) as an extent at similarity $3 or more; partners of the nearby
@@ -161,6 +135,7 @@ class Neighbourhood(NamedTuple):
     """The neighbourhood read for a call: the keys left to the full probe, and the rows for the others."""
 
     probed: List[str]                  # keys next to a hub: probed in full
+    read: List[str]                    # the others: their candidates are the rows'
     rows: Optional[small_bank.SmallBank]
 
 
@@ -172,15 +147,14 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
     reached: Dict[str, Set[str]] = {}
     partners: Dict[str, int] = {}
     if every:
-        for r in db.run(plpy, "neighbourhood_near", SQL_NEAR, ["text", "text[]", "int"],
-                        [bank_id, every, HUB_PARTNERS]):
+        for r in probe.near_partners(plpy, bank_id, every, HUB_PARTNERS):
             reached.setdefault(r["key"], set()).add(r["id"])
             partners[r["id"]] = r["partners"]
     hubs = {e for e, n in partners.items() if n > HUB_PARTNERS}
-    probed = sorted(k for k in keys if any(reached.get(f, set()) & hubs for f in forms_of[k]))
-    rest = [k for k in keys if k not in set(probed)]
+    probed = {k for k in keys if any(reached.get(f, set()) & hubs for f in forms_of[k])}
+    rest = [k for k in keys if k not in probed]
     if not rest:
-        return Neighbourhood(probed, None)
+        return Neighbourhood(sorted(probed), [], None)
     starts, ends = windows(around.epochs, cfg["recency_window_days"])
     rows = sorted(db.run(plpy, "neighbourhood_rows", SQL_ROWS,
                          ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]"],
@@ -189,4 +163,4 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
     sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(rest))
     name_map = small_bank.NameMap()
     name_map.update({r["key"]: sets[r["key"]] for r in rows})
-    return Neighbourhood(probed, small_bank.SmallBank({k: sets[k] for k in rest}, rows, name_map))
+    return Neighbourhood(sorted(probed), rest, small_bank.SmallBank({k: sets[k] for k in rest}, rows, name_map))

@@ -217,6 +217,23 @@ _NEAR_BY_NAME_OR_ALIAS = _NEAR_BY_NAME.replace("-- noqa: AM09\n)", """-- noqa: A
      WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
 )""")
 
+# The neighbourhood's nearby entities (neighbourhood.py): those the nearby
+# names ($3) reach by name or alias, each with its partners counted up to
+# $2 + 1 (a hub's are not all read; which pairs the count stops at does not
+# matter, so the LIMITs have no ORDER BY: AM09 silenced).
+SQL_NEAR_PARTNERS = """
+WITH """ + _NEAR_BY_NAME_OR_ALIAS + """
+
+SELECT near.key, near.id::text AS id,
+       (SELECT count(*) FROM (SELECT 1 FROM entity_cooccurrences AS c
+                               WHERE c.bank_id = $1 AND c.entity_id_1 = near.id AND c.cooccurrence_count > 0
+                               LIMIT $2 + 1) AS p)  -- noqa: AM09
+       + (SELECT count(*) FROM (SELECT 1 FROM entity_cooccurrences AS c
+                                 WHERE c.bank_id = $1 AND c.entity_id_2 = near.id AND c.cooccurrence_count > 0
+                                 LIMIT $2 + 1) AS p) AS partners  -- noqa: AM09
+  FROM near
+"""
+
 # The same, counting this transaction's queued pair increments as applied.
 # The bank's pairs it reads are one branch per way of touching the call
 # (UNION: a pair row is one row however many branches reach it), each the
@@ -437,6 +454,12 @@ def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterab
         else:
             ctx.known.add((r["a"], r["b"]))
     return ctx
+
+
+def near_partners(plpy, bank_id: str, near_names: List[str], cap: int):
+    """The entities the nearby names reach by name or alias: rows (key, id, partners), partners counted up
+    to ``cap`` + 1."""
+    return db.run(plpy, "near_partners", SQL_NEAR_PARTNERS, ["text", "int", "text[]"], [bank_id, cap, near_names])
 
 
 def pending_dates(plpy, bank_id: str, entity_ids: Iterable[str]) -> Dict[str, Tuple[Optional[float], bool]]:
