@@ -58,8 +58,9 @@ class CallState:
         # alias memory (memory.py): form -> {entity id: (type, name, key)} it was
         # resolved to with confidence
         self.memory: Dict[str, Dict[str, Tuple[Optional[str], str, str]]] = {}
-        # How many entities the bank held when the call first asked (None: not asked yet).
-        self.bank_entities: Optional[int] = None
+        # How many entities the bank held before the call, as far as it asked
+        # (probe.BankSize; None: not asked yet).
+        self.bank_size: Optional[Any] = None
         # Attributes: what the call's mentions added to entities (entity id ->
         # name -> values), and the bank's values it read (entity id -> the same).
         self.held: Dict[str, Dict[str, Set[str]]] = {}

@@ -45,14 +45,14 @@ MIN_CONTEXT = 0.25
 def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
            event_date: Optional[datetime], settings: Dict[str, Any],
            names: Optional[names_mod.NameData] = None,
-           bank_entities: Callable[[], int] = lambda: 0,
+           bank_holds: Callable[[int], bool] = lambda n: False,
            fits: Optional[Dict[Any, Fit]] = None,
            judged: Optional[Callable[[Any, Any], bool]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """The second phase of ``evaluate``: score the screened survivors and choose among them.
 
-    ``bank_entities`` says how many entities the bank holds (asked only by
-    the misspellings lever; a bank of unknown size, 0, has no specific
-    partner, so the lever takes nothing). ``fits``: candidate id -> how its
+    ``bank_holds(n)`` says whether the bank holds n entities or more (asked
+    only by the misspellings lever; a bank of unknown size holds none, so no
+    partner is specific and the lever takes nothing). ``fits``: candidate id -> how its
     distinguishing attributes meet the mention's (attributes.fits): one that
     conflicts is never chosen; among homonyms, one that agrees is.
     ``judged(a, b)``: whether an operator judged two entities distinct
@@ -77,7 +77,7 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
         evaluations.append(ev)
         scored.append(ev)
 
-    best, forced = choose(mention, scored, settings, names, context, bank_entities, fits)
+    best, forced = choose(mention, scored, settings, names, context, bank_holds, fits)
     if best is None or (not forced and not passes_threshold(best.score, threshold)):
         # A duplicate is recoverable, a bad merge is not: nothing good enough
         # means a new entity, and every scored candidate says why.
@@ -97,7 +97,7 @@ def decide(mention: str, screened: Iterable[Screened], nearby: Iterable[str],
 
 def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
            names: Optional[names_mod.NameData], context: FrozenSet[str] = frozenset(),
-           bank_entities: Callable[[], int] = lambda: 0,
+           bank_holds: Callable[[int], bool] = lambda n: False,
            fits: Optional[Dict[Any, Fit]] = None) -> Tuple[Optional[Evaluation], bool]:
     """The candidate to choose, and whether a lever chose it (then no threshold applies)."""
     best = best_evaluation(scored)
@@ -125,7 +125,7 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     if best is not None and best.candidate.how == "org_suffix":
         best.lever = ORG_SUFFIXES
     if (best is None or not passes_threshold(best.score, settings["threshold"])) and lever(settings, MISSPELLINGS):
-        return _misspelt(scored, best, context, bank_entities)
+        return _misspelt(scored, best, context, bank_holds)
     return best, False
 
 
@@ -156,7 +156,7 @@ MISSPELT_SPECIFICITY = 0.5
 
 
 def _misspelt(scored: List[Evaluation], best: Optional[Evaluation], context: FrozenSet[str],
-              bank_entities: Callable[[], int]) -> Tuple[Optional[Evaluation], bool]:
+              bank_holds: Callable[[int], bool]) -> Tuple[Optional[Evaluation], bool]:
     """Under the threshold: the one entity the mention nearly spells and its context vouches for, if any.
 
     Two or more such entities are ambiguous: none is chosen (a new entity).
@@ -166,11 +166,9 @@ def _misspelt(scored: List[Evaluation], best: Optional[Evaluation], context: Fro
     close = [ev for ev in scored
              if ev.candidate.how is None and round(ev.name_similarity, PRECISION) >= MISSPELT_NAME
              and round(ev.cooccurrence, PRECISION) >= MISSPELT_CONTEXT]
-    if close:
-        # Read only now: most mentions never get here.
-        entities = bank_entities()
-        close = [ev for ev in close if round(scoring.specificity(context, ev.candidate.partners, entities),
-                                             PRECISION) >= MISSPELT_SPECIFICITY]
+    # The bank's size is asked only now (most mentions never get here), and
+    # only as far as the specificity needs (scoring.fewest_entities).
+    close = [ev for ev in close if _specific(context, ev.candidate.partners, bank_holds)]
     for ev in close:
         ev.lever = MISSPELLINGS
     if len(close) == 1:
@@ -178,6 +176,12 @@ def _misspelt(scored: List[Evaluation], best: Optional[Evaluation], context: Fro
     for ev in close:
         ev.decision = AMBIGUOUS
     return best, False
+
+
+def _specific(context: FrozenSet[str], partners: Dict[str, int], bank_holds: Callable[[int], bool]) -> bool:
+    """Whether a partner among the nearby names singles the candidate out (MISSPELT_SPECIFICITY)."""
+    fewest = scoring.fewest_entities(context, partners, MISSPELT_SPECIFICITY)
+    return fewest is not None and bank_holds(fewest)
 
 
 def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
@@ -444,7 +448,7 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
              event_date: Optional[datetime], settings: Dict[str, Any],
              stop_at_identical: bool = False, mention_type: Optional[str] = None,
              names: Optional[names_mod.NameData] = None,
-             bank_entities: Callable[[], int] = lambda: 0,
+             bank_holds: Callable[[int], bool] = lambda n: False,
              fits: Optional[Dict[Any, Fit]] = None,
              judged: Optional[Callable[[Any, Any], bool]] = None) -> Tuple[List[Evaluation], Optional[Evaluation]]:
     """Evaluate candidates in probe order; return all evaluations and the chosen one (or None).
@@ -464,4 +468,4 @@ def evaluate(mention: str, candidates: Iterable[Candidate], nearby: Iterable[str
     """
     return decide(mention, screen(mention, candidates, settings, stop_at_identical and not fits, mention_type,
                                   names),
-                  nearby, event_date, settings, names, bank_entities, fits, judged)
+                  nearby, event_date, settings, names, bank_holds, fits, judged)

@@ -110,7 +110,7 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
     if regular:
         context.fill_partners(plpy, bank, regular, set(n for n in near if n), CallState(), cfg, data)
     evaluations, _ = decide.evaluate(key, seen, near, datetime_of(epochs[0]), cfg, mention_type=wanted,
-                                     names=data, bank_entities=lambda: probe.bank_entities(plpy, bank_id),
+                                     names=data, bank_holds=probe.BankSize(plpy, bank_id).holds,
                                      fits=ruled.of(c.id for c in regular) if ruled.mine else None,
                                      judged=lambda a, b: judged_distinct(plpy, bank_id, a, b))
     by_id = {ev.candidate.id: ev for ev in evaluations}

@@ -471,18 +471,38 @@ def pending_dates(plpy, bank_id: str, entity_ids: Iterable[str]) -> Dict[str, Tu
             for r in db.run(plpy, "pending_dates", SQL_PENDING_DATES, ["text", "uuid[]"], [bank_id, ids])}
 
 
-# How many entities a bank holds: the N of a partner's specificity (decide.py,
-# the misspellings lever), read only when that lever is about to decide.
+# How many entities a bank holds, counted up to $2: whether it holds as many
+# as a partner's specificity needs (decide.py, the misspellings lever). In the
+# primary key's order, so that its index answers; the whole count cost 10 ms
+# at 100,000 entities.
 SQL_BANK_ENTITIES = """
 SELECT count(*) AS n
-  FROM entities AS e
- WHERE e.bank_id = $1
+  FROM (SELECT 1 FROM entities AS e
+         WHERE e.bank_id = $1
+         ORDER BY e.id
+         LIMIT $2) AS b
 """
 
 
-def bank_entities(plpy, bank_id: str) -> int:
-    """How many entities the bank holds (this transaction's included)."""
-    return int(db.run(plpy, "bank_entities", SQL_BANK_ENTITIES, ["text"], [bank_id])[0]["n"])
+class BankSize:
+    """Whether a bank holds n entities or more (this transaction's included), counted only as far as asked."""
+
+    def __init__(self, plpy, bank_id: str) -> None:
+        self.plpy, self.bank_id = plpy, bank_id
+        self.at_least = 0                      # the bank holds this many, or more
+        self.exactly: Optional[int] = None     # known once a count stopped short
+
+    def holds(self, n: int) -> bool:
+        if self.exactly is not None:
+            return self.exactly >= n
+        if n <= self.at_least:
+            return True
+        counted = int(db.run(self.plpy, "bank_entities", SQL_BANK_ENTITIES, ["text", "int8"],
+                             [self.bank_id, n])[0]["n"])
+        self.at_least = max(self.at_least, counted)
+        if counted < n:
+            self.exactly = counted
+        return counted >= n
 
 
 SQL_TRIGRAMS = """

@@ -224,17 +224,18 @@ def decide_fact(call: Call, fact_index: int, view: View, state: CallState):
     if survivors and near:
         context.fill_partners(call.plpy, call.bank, survivors, near, state, cfg, call.data)
 
-    def bank_entities() -> int:
-        # Read once per call; the entities the call created since count too,
-        # so that a statement of many facts sees what fact by fact would.
-        if state.bank_entities is None:
-            state.bank_entities = probe.bank_entities(call.plpy, call.bank.id)
-        return state.bank_entities + state.entities_created()
+    def bank_holds(n: int) -> bool:
+        # The bank as the call found it (counted once per call, as far as
+        # asked) and the entities the call created since, so that a statement
+        # of many facts sees what fact by fact would.
+        if state.bank_size is None:
+            state.bank_size = probe.BankSize(call.plpy, call.bank.id)
+        return state.bank_size.holds(n - state.entities_created())
 
     decided = {}
     for i, rows in screened.items():
         evaluations, best = decide.decide(folded.keys[i], rows, folded.nearby[i],
-                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_entities, fits.get(i),
+                                          datetime_of(folded.epochs[i]), cfg, call.data, bank_holds, fits.get(i),
                                           lambda a, b: judged(call, state, a, b))
         _flag(i, folded.keys[i], evaluations, best, state)
         scores = [ev.score for ev in evaluations if ev.score is not None]

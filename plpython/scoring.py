@@ -131,6 +131,35 @@ def specificity(names: FrozenSet[str], partners: Dict[str, int], entities: int) 
     return max(0.0, math.log(entities / min(degrees)) / math.log(entities))
 
 
+def fewest_entities(names: FrozenSet[str], partners: Dict[str, int], at_least: float) -> Optional[int]:
+    """The fewest entities a bank must hold for ``names`` to be ``at_least`` specific of the candidate
+    (specificity rounded to PRECISION); None where no nearby name is its partner.
+
+    Specificity only grows with the bank (log(N/d) / log(N) rises with N), so
+    "is it specific enough?" is "does the bank hold this many?": a count that
+    stops there, where the bank's exact size costs a scan of all of it.
+    """
+    if not any(n in partners for n in names):
+        return None
+
+    def enough(entities: int) -> bool:
+        return round(specificity(names, partners, entities), PRECISION) >= at_least
+
+    high = 2
+    while not enough(high):
+        if high > 1 << 62:  # at_least above 1: no bank is large enough
+            return None
+        high *= 2
+    low = high // 2  # not enough (or below 2): the answer is in (low, high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
 def _utc_if_naive(value: datetime) -> datetime:
     """Read a naive datetime as UTC (PostgreSQL timestamptz is UTC underneath)."""
     if value.tzinfo is None or value.utcoffset() is None:

@@ -308,14 +308,14 @@ def beattie(partners):
 
 
 def a_bank_of(n):
-    """The misspellings lever asks how many entities the bank holds (a partner's specificity)."""
-    return lambda: n
+    """The misspellings lever asks whether the bank holds enough entities (a partner's specificity)."""
+    return lambda k: n >= k
 
 
 def test_a_misspelt_name_with_context_resolves_to_the_entity_it_nearly_spells():
     near = ["leichhardt", "burkitt street", "nsw"]
     evaluations, best = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW,
-                                 ENHANCED, names=DATA, bank_entities=a_bank_of(1000))
+                                 ENHANCED, names=DATA, bank_holds=a_bank_of(1000))
     assert best is not None and best.candidate.id == "chloe beattie"
     assert (best.decision, best.lever) == (CHOSEN, "misspellings")
     # The score misses the threshold: the reference makes a new entity.
@@ -323,17 +323,17 @@ def test_a_misspelt_name_with_context_resolves_to_the_entity_it_nearly_spells():
     _, ref = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW, REFERENCE)
     assert ref is None
     _, off = evaluate("chloe beatie", [beattie({"burkitt street": 1, "nsw": 300})], near, NOW,
-                      dict(ENHANCED, misspellings=False), names=DATA, bank_entities=a_bank_of(1000))
+                      dict(ENHANCED, misspellings=False), names=DATA, bank_holds=a_bank_of(1000))
     assert off is None
 
 
 def test_a_misspelt_name_without_context_or_next_to_a_hub_is_a_new_entity():
     _, best = evaluate("chloe beatie", [beattie({"burkitt street": 1})], ["glebe"], NOW, ENHANCED, names=DATA,
-                       bank_entities=a_bank_of(1000))
+                       bank_holds=a_bank_of(1000))
     assert best is None
     hub = beattie({"nsw": 300})
     evaluations, best = evaluate("chloe beatie", [hub], ["nsw"], NOW, ENHANCED, names=DATA,
-                                 bank_entities=a_bank_of(1000))
+                                 bank_holds=a_bank_of(1000))
     assert evaluations[0].cooccurrence < MISSPELT_CONTEXT and best is None
 
 
@@ -343,13 +343,13 @@ def test_a_near_spelled_name_next_to_a_hub_of_a_small_bank_is_a_new_entity():
     # out: Otis Garver next to it is as likely a stranger as Otis Carver misspelt.
     carver = cand("otis carver", 0.5, LONG_AGO, partners={"town hall": 23})
     evaluations, best = evaluate("otis garver", [carver], ["town hall"], NOW, ENHANCED, names=DATA,
-                                 bank_entities=a_bank_of(34))
+                                 bank_holds=a_bank_of(34))
     assert evaluations[0].cooccurrence >= MISSPELT_CONTEXT and evaluations[0].name_similarity >= MISSPELT_NAME
     assert best is None
     assert scoring.specificity(frozenset(["town hall"]), {"town hall": 23}, 34) < MISSPELT_SPECIFICITY
     # The same partner in a bank of 10,000 entities is specific (23 <= sqrt(10000)).
     _, best = evaluate("otis garver", [carver], ["town hall"], NOW, ENHANCED, names=DATA,
-                       bank_entities=a_bank_of(10000))
+                       bank_holds=a_bank_of(10000))
     assert best is not None and best.lever == "misspellings"
     # A bank of unknown size has no specific partner: the lever takes nothing.
     _, best = evaluate("otis garver", [carver], ["town hall"], NOW, ENHANCED, names=DATA)
@@ -361,7 +361,7 @@ def test_two_entities_a_misspelling_nearly_spells_with_context_are_ambiguous():
     reuther = cand("kyle reuther", 0.6, LONG_AGO, partners={"padbury street": 2})
     near = ["padbury street", "ballarat", "vic"]
     evaluations, best = evaluate("kyle reutr", [reuter, reuther], near, NOW, ENHANCED, names=DATA,
-                                 bank_entities=a_bank_of(1000))
+                                 bank_holds=a_bank_of(1000))
     assert best is None
     assert {(ev.decision, ev.lever) for ev in evaluations} == {(AMBIGUOUS, "misspellings")}
 
@@ -369,7 +369,7 @@ def test_two_entities_a_misspelling_nearly_spells_with_context_are_ambiguous():
 def test_a_name_spelt_further_off_is_not_a_misspelling():
     far = cand("caresse nguyen", 0.4, LONG_AGO, partners={"colac": 1})
     evaluations, best = evaluate("carl nguyen", [far], ["colac"], NOW, ENHANCED, names=DATA,
-                                 bank_entities=a_bank_of(1000))
+                                 bank_holds=a_bank_of(1000))
     assert best is None and evaluations[0].lever is None
 
 
@@ -485,3 +485,19 @@ def test_nearby_names_sharing_a_form_each_reach_it_in_any_order(near):
     assert forms["acme"] == {"acme", "acme inc", "acme corp"}
     assert forms["acme inc"] == {"acme inc"} and forms["alex kim"] == {"alex kim"}
     assert context.near_forms(near, dict(ENHANCED, context_by_entity=False), DATA) == {n: {n} for n in near}
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(degrees=st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 5000), max_size=3),
+       near=st.frozensets(st.sampled_from(["a", "b", "c", "d"]), max_size=3),
+       entities=st.integers(0, 30_000_000))
+def test_the_bank_size_a_partner_needs_is_exactly_where_it_becomes_specific(degrees, near, entities):
+    # The lever asks "does the bank hold this many?" (a count that stops there)
+    # instead of the bank's size: the answer must be the same for every size.
+    fewest = scoring.fewest_entities(near, degrees, MISSPELT_SPECIFICITY)
+    def specific(n):
+        return round(scoring.specificity(near, degrees, n), scoring.PRECISION) >= MISSPELT_SPECIFICITY
+
+    assert specific(entities) == (fewest is not None and entities >= fewest)
+    if fewest is not None:  # the boundary itself, which a random size rarely meets
+        assert specific(fewest) and not specific(fewest - 1)

@@ -121,7 +121,7 @@ def cases(draw):
 
 def _decide(mention, nearby, cands, judged, mention_type, cfg, stop):
     evaluations, best = evaluate(mention, cands, nearby, NOW, cfg, stop, mention_type, DATA,
-                                 lambda: 500, None, lambda a, b: frozenset((a, b)) in judged)
+                                 lambda n: 500 >= n, None, lambda a, b: frozenset((a, b)) in judged)
     return _decision(evaluations, best, mention)
 
 
