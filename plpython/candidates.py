@@ -148,7 +148,7 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
 def _probe(plpy, bank, full: List[str], narrow: List[str], limit: int, threshold: float, hits,
            forms: Dict[str, Forms], cfg, data, prober, around: Optional[neighbourhood.Around]):
     """The probe of a call's keys: in full and for identical names (narrow), or, where the call may read
-    its neighbourhood instead (neighbourhood.py), that for the full keys not next to a hub.
+    its neighbourhood instead (neighbourhood.py), that for the full keys.
 
     Returns (candidates by key, identical candidates by narrow key, every candidate's name).
     """
@@ -161,13 +161,12 @@ def _probe(plpy, bank, full: List[str], narrow: List[str], limit: int, threshold
         for f in [k] + (forms[k].probed if k in forms else []):
             near.setdefault(f, set()).update(names)
     found = {h.id for rows in hits.values() for h in rows}
-    nb = neighbourhood.read(plpy, bank.id, full, around._replace(near=near, ids=around.ids | found),
-                            threshold, cfg, data)
-    by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, nb.probed, narrow, limit)
-    if nb.rows is not None:
-        read, read_names = nb.rows.candidates(nb.read, limit, threshold)
-        by_key.update(read)
-        names.update(read_names)
+    rows = neighbourhood.read(plpy, bank.id, full, around._replace(near=near, ids=around.ids | found),
+                              threshold, cfg, data)
+    by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, [], narrow, limit)
+    read, read_names = rows.candidates(full, limit, threshold)
+    by_key.update(read)
+    names.update(read_names)
     return by_key, identical, names
 
 

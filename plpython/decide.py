@@ -5,6 +5,7 @@ acts on its choice and explain_mention prints its evaluations, so the two agree
 by construction. Standard library only.
 """
 
+import math
 from datetime import datetime
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
@@ -106,7 +107,7 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     same = homonyms(scored)
     if same:
         return _among_homonyms(same, context, fits), True
-    fitting = _name_fits(mention, scored, settings, names)
+    fitting = _name_fits(mention, scored, settings, names, context)
     if len(fitting) >= 2:
         return _by_context(fitting, context, scored, settings)
     if len(fitting) == 1:
@@ -185,7 +186,7 @@ def _specific(context: FrozenSet[str], partners: Dict[str, int], bank_holds: Cal
 
 
 def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
-               names: Optional[names_mod.NameData]) -> List[Evaluation]:
+               names: Optional[names_mod.NameData], context: FrozenSet[str] = frozenset()) -> List[Evaluation]:
     """The candidates a name fits equally well when several entities could be meant.
 
     A one-word mention (bare_names lever): every entity of its neighbourhood
@@ -200,7 +201,7 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
         eq = names.equivalents(word) if names is not None and lever(settings, NAME_VARIANTS) else frozenset()
         fits = [ev for ev in scored
                 if (word in words.split_words(ev.candidate.key) or eq & set(words.split_words(ev.candidate.key)))
-                and in_neighbourhood(ev)]
+                and in_neighbourhood(ev, context)]
         if len(fits) >= 2 or (fits and not scoring.is_identical(fits[0].candidate)):
             for ev in fits:
                 ev.lever = BARE_NAMES
@@ -234,17 +235,34 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 # family and the held-out families (9 seeds) unchanged; across
 # bench.order's 76 replays no F1 lower and no wrong merge more, before or
 # after reresolve.
-def in_neighbourhood(ev: Evaluation) -> bool:
+#
+# A hub is not of the neighbourhood (issue 34): an entity seen with more than
+# HUB_PARTNERS others ("email", next to 1,500 of 100,000 entities) says
+# nothing of who its partners are, as a partner's specificity says for the
+# misspellings lever. Its partners are of the neighbourhood through a nearer
+# name only; through hubs alone a candidate's co-occurrence is at most
+# HUB_SHARE (1/sqrt(501) = 0.045), which neighbourhood_suffices counts, and no
+# lever's least context (MIN_CONTEXT, MISSPELT_CONTEXT) comes near. So a bare
+# "Harry" next to "email" fits the Harrys of its neighbourhood, not every
+# Harry ever written to, and a resolver never reads a hub's partners: at
+# 1,000,000 entities they are 15,000 rows.
+HUB_PARTNERS = 500
+HUB_SHARE = 1.0 / math.sqrt(HUB_PARTNERS + 1)
+
+
+def in_neighbourhood(ev: Evaluation, context: FrozenSet[str]) -> bool:
     """Whether a scored candidate is of the mention's neighbourhood: the same name (identical trigram sets,
-    or one organisation's name, legal forms aside), a partner of the context, or seen within the recency
-    window. A one-word name fits only these (_name_fits); under neighbourhood_suffices, no other candidate
-    changes any decision."""
-    return scoring.is_identical(ev.candidate) or ev.cooccurrence > 0 or ev.recency > 0
+    or one organisation's name, legal forms aside), a partner of a nearby name (``context``) seen with at
+    most HUB_PARTNERS entities, or seen within the recency window. A one-word name fits only these
+    (_name_fits); under neighbourhood_suffices, no other candidate changes any decision."""
+    return (scoring.is_identical(ev.candidate) or ev.recency > 0
+            or any(n in context and d <= HUB_PARTNERS for n, d in ev.candidate.partners.items()))
 
 
 # Issue 34's product decision: a candidate outside the neighbourhood has
-# co-occurrence and recency 0, so it scores name_weight times its name signal
-# at most; when that cannot reach the threshold, it is never chosen, and no
+# recency 0 and co-occurrence HUB_SHARE at most (through hubs, 0 otherwise),
+# so it scores name_weight times its name signal and cooccurrence_weight
+# times HUB_SHARE at most; when that cannot reach the threshold, it is never chosen, and no
 # lever lets it decide: every path that chooses under the threshold asks for
 # the same name (homonyms, typed_mentions: is_identical), a fit of the
 # neighbourhood (bare_names), or context (_told_by_context, _by_context,
@@ -255,8 +273,8 @@ def in_neighbourhood(ev: Evaluation) -> bool:
 # (3.11) says what a resolver that reads only the neighbourhood must look up.
 def neighbourhood_suffices(settings: Dict[str, Any]) -> bool:
     """True iff no candidate outside a mention's neighbourhood (in_neighbourhood) can change its decision:
-    the name signal alone, at its most, does not reach the threshold."""
-    return not passes_threshold(scoring.weighted(settings, 1.0, 0.0, 0.0), settings["threshold"])
+    the name signal at its most, with a hub's co-occurrence, does not reach the threshold."""
+    return not passes_threshold(scoring.weighted(settings, 1.0, HUB_SHARE, 0.0), settings["threshold"])
 
 
 def _told_by_context(fit: Evaluation) -> bool:

@@ -12,7 +12,9 @@ three small sources instead of the bank's whole trigram index:
   name); exact names, aliases and forms come from the exact look-up, as always;
 - **partners**: every entity co-occurring with an entity a nearby name of the
   call names (by name or alias, its legal forms aside too), the pairs this
-  transaction queued included;
+  transaction queued included, unless that entity is a hub (seen with more
+  than decide.HUB_PARTNERS others: a hub is not of the neighbourhood, and its
+  partners are read through nearer names only);
 - **recent entities**: every entity last seen within the recency window of an
   event date of the call (through entities_bank_last_seen_idx), and every entity
   this transaction queued a date for.
@@ -24,18 +26,20 @@ partner, for its later facts. The rows read are compared with each key here
 and limit. A call's union serves every mention: a candidate that is of no
 mention's own neighbourhood changes nothing.
 
-Hubs: a nearby entity with more than HUB_PARTNERS partners would bring more
-rows than the probe reads, so the keys next to one are probed in full, as
-before. Their decisions are the same either way.
+A nearby entity counts as a hub here only where its partners in the bank
+exceed decide.HUB_PARTNERS and this transaction queued none of its pairs a
+decrement: the degree the decision sees (the bank's, this call's and this
+transaction's pairs) is then above it too, so a hub skipped here is a hub
+there. Every other nearby entity's partners are read.
 
 entity_resolver.neighbourhood_probe chooses: off (the default, for now) never;
 auto reads the neighbourhood when the entities table holds at least
 AUTO_MIN_ROWS rows (the probe's cost follows the table's posting lists, the
-neighbourhood's the bank's activity); on always, where it applies. Hubs and
-the remaining cost are in docs/benchmarks.md (issue 34).
+neighbourhood's the bank's activity); on always, where it applies. The costs
+are in docs/benchmarks.md (issue 34).
 """
 
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Sequence, Set, Tuple
 
 import context as context_mod
 import db
@@ -43,8 +47,6 @@ import decide
 import probe
 import small_bank
 
-# A nearby entity with more partners than this is a hub: the keys next to it are probed in full.
-HUB_PARTNERS = 500
 # auto: the neighbourhood is read where the entities table holds this many rows
 # (the planner's estimate); below, the probe's posting lists are short.
 AUTO_MIN_ROWS = 50000
@@ -131,36 +133,19 @@ def windows(epochs: Iterable[float], days: float) -> Tuple[List[float], List[flo
     return [w[0] for w in out], [w[1] for w in out]
 
 
-class Neighbourhood(NamedTuple):
-    """The neighbourhood read for a call: the keys left to the full probe, and the rows for the others."""
-
-    probed: List[str]                  # keys next to a hub: probed in full
-    read: List[str]                    # the others: their candidates are the rows'
-    rows: Optional[small_bank.SmallBank]
-
-
-def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, cfg, data) -> Neighbourhood:
+def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, cfg,
+         data) -> small_bank.SmallBank:
     """Read the neighbourhood of ``keys`` (the keys and probed forms a call would probe in full), for
     candidates at trigram similarity ``floor`` or more."""
-    forms_of = {k: context_mod.near_forms(around.near.get(k, ()), cfg, data) for k in keys}
-    every = sorted({f for forms in forms_of.values() for f in forms})
-    reached: Dict[str, Set[str]] = {}
-    partners: Dict[str, int] = {}
-    if every:
-        for r in probe.near_partners(plpy, bank_id, every, HUB_PARTNERS):
-            reached.setdefault(r["key"], set()).add(r["id"])
-            partners[r["id"]] = r["partners"]
-    hubs = {e for e, n in partners.items() if n > HUB_PARTNERS}
-    probed = {k for k in keys if any(reached.get(f, set()) & hubs for f in forms_of[k])}
-    rest = [k for k in keys if k not in probed]
-    if not rest:
-        return Neighbourhood(sorted(probed), [], None)
+    every = sorted({f for k in keys for f in context_mod.near_forms(around.near.get(k, ()), cfg, data)})
+    near = [r["id"] for r in probe.near_partners(plpy, bank_id, every, decide.HUB_PARTNERS)
+            if r["partners"] <= decide.HUB_PARTNERS or r["unsettled"]] if every else []
     starts, ends = windows(around.epochs, cfg["recency_window_days"])
     rows = sorted(db.run(plpy, "neighbourhood_rows", SQL_ROWS,
                          ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]"],
-                         [bank_id, rest, floor, sorted(set(partners) - hubs), starts, ends, sorted(around.ids)]),
+                         [bank_id, list(keys), floor, sorted(set(near)), starts, ends, sorted(around.ids)]),
                   key=lambda r: r["rank"])
-    sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(rest))
+    sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(keys))
     name_map = small_bank.NameMap()
     name_map.update({r["key"]: sets[r["key"]] for r in rows})
-    return Neighbourhood(sorted(probed), rest, small_bank.SmallBank({k: sets[k] for k in rest}, rows, name_map))
+    return small_bank.SmallBank({k: sets[k] for k in keys}, rows, name_map)

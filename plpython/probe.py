@@ -220,11 +220,16 @@ _NEAR_BY_NAME_OR_ALIAS = _NEAR_BY_NAME.replace("-- noqa: AM09\n)", """-- noqa: A
 # The neighbourhood's nearby entities (neighbourhood.py): those the nearby
 # names ($3) reach by name or alias, each with its partners counted up to
 # $2 + 1 (a hub's are not all read; which pairs the count stops at does not
-# matter, so the LIMITs have no ORDER BY: AM09 silenced).
+# matter, so the LIMITs have no ORDER BY: AM09 silenced), and whether this
+# transaction queued a pair of it a decrement (its degree may then be lower
+# than counted here).
 SQL_NEAR_PARTNERS = """
 WITH """ + _NEAR_BY_NAME_OR_ALIAS + """
 
 SELECT near.key, near.id::text AS id,
+       EXISTS(SELECT 1 FROM stats_queue AS q
+               WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned() AND q.increment < 0
+                 AND q.entity_id_2 IS NOT NULL AND (q.entity_id = near.id OR q.entity_id_2 = near.id)) AS unsettled,
        (SELECT count(*) FROM (SELECT 1 FROM entity_cooccurrences AS c
                                WHERE c.bank_id = $1 AND c.entity_id_1 = near.id AND c.cooccurrence_count > 0
                                LIMIT $2 + 1) AS p)  -- noqa: AM09
@@ -457,8 +462,8 @@ def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterab
 
 
 def near_partners(plpy, bank_id: str, near_names: List[str], cap: int):
-    """The entities the nearby names reach by name or alias: rows (key, id, partners), partners counted up
-    to ``cap`` + 1."""
+    """The entities the nearby names reach by name or alias: rows (key, id, unsettled, partners), partners
+    counted up to ``cap`` + 1."""
     return db.run(plpy, "near_partners", SQL_NEAR_PARTNERS, ["text", "int", "text[]"], [bank_id, cap, near_names])
 
 

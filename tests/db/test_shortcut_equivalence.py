@@ -34,6 +34,7 @@ from psycopg.rows import dict_row
 
 from bank_builders import NOW, Bank
 from bench import workloads
+from decide import HUB_PARTNERS
 
 SIZE = 1500
 MENTIONS = 300
@@ -217,6 +218,84 @@ def test_a_batch_decides_as_explain_on_a_random_stream(conn, bench_bank, profile
     mentions = [(text, nearby, workloads.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
     matched = check_batches(conn, bench_bank.bank_id, mentions, workloads.BATCH_MENTIONS, probe_way)
     assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
+
+
+# -- hubs: a nearby name seen with more than decide.HUB_PARTNERS entities -----------------
+
+@pytest.fixture
+def hub_bank(conn):
+    """The benchmark's bank with every other hub seen with every entity (about 1,500 partners): a bare
+    name next to one of them is said of its neighbourhood, not of everyone the hub was seen with."""
+    conn.execute("SET search_path = entity_resolver, public, pg_catalog")
+    bank = workloads.build_bank(conn, SIZE, seed=11, bank_id="hubs")
+    conn.execute(
+        "INSERT INTO entity_cooccurrences (bank_id, entity_id_1, entity_id_2, cooccurrence_count, last_cooccurred)"
+        " SELECT h.bank_id, least(h.id, e.id), greatest(h.id, e.id), 1, %s"
+        "   FROM entities AS h JOIN entities AS e ON e.bank_id = h.bank_id AND e.id <> h.id"
+        "  WHERE h.bank_id = %s AND h.canonical_name = ANY(%s)"
+        " ON CONFLICT DO NOTHING", (workloads.NOW, bank.bank_id, workloads.HUBS[::2]))
+    conn.execute("ANALYZE entity_cooccurrences")
+    return bank
+
+
+def test_resolve_decides_as_explain_next_to_hubs(conn, hub_bank, probe_way):
+    set_profile(conn, hub_bank.bank_id, "enhanced")
+    degrees = dict(conn.execute(
+        "SELECT e.canonical_name, count(*) FROM entities AS e JOIN entity_cooccurrences AS c"
+        " ON c.bank_id = e.bank_id AND e.id IN (c.entity_id_1, c.entity_id_2)"
+        " WHERE e.bank_id = %s AND e.canonical_name = ANY(%s) GROUP BY 1", (hub_bank.bank_id, workloads.HUBS)))
+    giants = {n.lower() for n, d in degrees.items() if d > HUB_PARTNERS}
+    assert len(giants) == len(workloads.HUBS[::2]) and min(degrees.values()) <= HUB_PARTNERS
+    mentions = [(text, nearby, workloads.NOW) for text, nearby in with_nearby(bench_facts(hub_bank))]
+    # The stream names the giant hubs next to bare names, whose fits they would widen.
+    bare = [m for m in mentions if len(m[0].split()) == 1 and giants & {n.lower() for n in m[1]}]
+    assert len(bare) > 10
+    seen = Counter()
+    matched = check_one_by_one(conn, hub_bank.bank_id, mentions, seen, probe_way)
+    assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
+    assert check_batches(conn, hub_bank.bank_id, mentions, workloads.BATCH_MENTIONS, probe_way) == matched
+    assert (seen["best_unread"] > 20) == (probe_way == "neighbourhood")
+
+
+@pytest.mark.parametrize("degree", [HUB_PARTNERS, HUB_PARTNERS + 1])
+def test_a_hub_s_partners_are_not_of_the_neighbourhood(conn, degree, probe_way):
+    # "Harry Xu" was seen once, long ago, with "Email" only. Next to an "Email" seen with 500
+    # entities, a bare "Harry" fits him (bare_names); seen with 501, Email is a hub and Harry Xu
+    # is not of the neighbourhood: no fit, and a resolver reading the neighbourhood does not read
+    # him for "Harri Xu" (a new entity either way, recording a lower best score).
+    bank = Bank(conn, f"hub-{degree}").create()
+    email = bank.hub("Email", degree - 1)
+    bank.cooccur(bank.entity("Harry Xu"), email)
+    hub = degree > HUB_PARTNERS
+    for mention, lever in (("Harry", None if hub else "bare_names"), ("Harri Xu", None)):
+        rows = {r["canonical_name"]: r for r in bank.explain(mention, ["Email"])}
+        assert (rows["Harry Xu"]["decision"], rows["Harry Xu"]["lever"]) == ("below_threshold", lever)
+        with conn.transaction(force_rollback=True):
+            result = bank.resolve(mention, ["Email"])
+        assert result["created"]
+        if probe_way == "neighbourhood" and hub and mention == "Harri Xu":
+            assert result["score"] is None
+        else:
+            assert result["score"] == rows["Harry Xu"]["score"]
+
+
+def test_a_hub_this_transaction_took_a_pair_from_is_read_as_the_decision_counts_it(conn, probe_way):
+    # Email is seen with 501 entities, but this transaction queued a decrement that empties one
+    # of its pairs (as deleting a fact does): the decision counts 500, Email is no hub, and a
+    # resolver reading the neighbourhood reads Harry Xu through it.
+    bank = Bank(conn, "hub-unsettled").create()
+    email = bank.hub("Email", HUB_PARTNERS)
+    bank.cooccur(bank.entity("Harry Xu"), email)
+    filler = bank.id_of("qqfiller1")
+    with conn.transaction(force_rollback=True):
+        conn.execute("INSERT INTO entity_resolver.stats_queue (bank_id, entity_id, entity_id_2, increment)"
+                     " VALUES (%s, least(%s::uuid, %s::uuid), greatest(%s::uuid, %s::uuid), -1)",
+                     (bank.id, email, filler, email, filler))
+        rows = {r["canonical_name"]: r for r in bank.explain("Harry", ["Email"])}
+        assert rows["Harry Xu"]["lever"] == "bare_names"
+        rows = {r["canonical_name"]: r for r in bank.explain("Harri Xu", ["Email"])}
+        result = bank.resolve("Harri Xu", ["Email"])
+        assert result["created"] and result["score"] == rows["Harry Xu"]["score"]
 
 
 # -- a bank of identical trigram sets and word mismatches -----------------------------

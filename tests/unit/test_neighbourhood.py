@@ -15,7 +15,8 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 import probe
 import scoring
-from decide import evaluate, in_neighbourhood, neighbourhood_suffices, new_entity_flags
+from decide import (HUB_PARTNERS, HUB_SHARE, MIN_CONTEXT, MISSPELT_CONTEXT, evaluate, in_neighbourhood,
+                    neighbourhood_suffices, new_entity_flags)
 from screen import screen
 from scoring import Candidate
 from test_levers import DATA, ENHANCED, NOW, REFERENCE
@@ -55,8 +56,8 @@ def _far(cand, mention, nearby, event_date, cfg, mention_type):
     (screened, skipped), = screen(mention, [cand], cfg, False, mention_type, DATA)
     if skipped is not None:
         return False
-    return not in_neighbourhood(scoring.score(mention, screened, scoring.distinct_nearby(nearby, mention),
-                                              event_date, cfg))
+    context = scoring.distinct_nearby(nearby, mention)
+    return not in_neighbourhood(scoring.score(mention, screened, context, event_date, cfg), context)
 
 
 # Words one letter or one nickname apart, which the screen lets through.
@@ -106,10 +107,11 @@ def cases(draw):
         homonym = (name, etype) in names_seen
         names_seen.add((name, etype))
         # About half the candidates far: seen a week ago or more (or never dated), next to none
-        # of the context.
+        # of the context, or to hubs of it only.
         days = rng.choice([0.2, 1, 3, 6.9, 7, 30, 200, 400]) if rng.random() < 0.85 else None
         pool = CONTEXT if rng.random() < 0.5 else ["paris", "hub", "rome"]
-        partners = {p: rng.choice([1, 2, 4, 16, 40]) for p in rng.sample(pool, rng.randint(0, 3))}
+        degrees = [1, 2, 4, 16, 40] if rng.random() < 0.6 else [HUB_PARTNERS, HUB_PARTNERS + 1, 1500, 15000]
+        partners = {p: rng.choice(degrees) for p in rng.sample(pool, rng.randint(0, 3))}
         cands.append(Candidate(f"e{n}", name, sim, None if days is None else NOW - timedelta(days=days),
                                partners=partners, entity_type=etype, homonym=homonym))
     cands.sort(key=probe.order_key)
@@ -164,3 +166,16 @@ def test_an_organisation_with_a_legal_form_is_of_the_neighbourhood_wherever_it_i
     _, best = evaluate("acme", [cand], [], NOW, ENHANCED, names=DATA)
     assert best is not None and best.score == 1.0
 
+
+
+def test_a_partner_of_hubs_only_is_not_of_the_neighbourhood():
+    # "harry xu" was written to once through "email", seen with 1,500 entities, long ago: a bare
+    # "harry" next to "email" does not fit him; the same partner through "the team" (40) does.
+    old = NOW - timedelta(days=300)
+    for degree, fits in ((1500, False), (HUB_PARTNERS + 1, False), (HUB_PARTNERS, True), (40, True)):
+        cand = Candidate("e1", "harry xu", trigram_similarity("harry", "harry xu"), old, partners={"email": degree})
+        assert _far(cand, "harry", ["email"], NOW, ENHANCED, None) is not fits, degree
+    # Through hubs alone a candidate's context is too little for any lever, and with the name
+    # signal at its most it cannot reach the threshold.
+    assert HUB_SHARE < min(MIN_CONTEXT, MISSPELT_CONTEXT)
+    assert not scoring.passes_threshold(scoring.weighted(ENHANCED, 1.0, HUB_SHARE, 0.0), ENHANCED["threshold"])
