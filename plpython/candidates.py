@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import db
+import decide
 import memory
 import names as names_mod
 import neighbourhood
@@ -161,8 +162,12 @@ def _probe(plpy, bank, full: List[str], narrow: List[str], limit: int, threshold
         for f in [k] + (forms[k].probed if k in forms else []):
             near.setdefault(f, set()).update(names)
     found = {h.id for rows in hits.values() for h in rows}
+    fit_words: Dict[str, Set[str]] = {}
+    for k, f in forms.items():
+        for key in [k] + f.probed:
+            fit_words.setdefault(key, set()).update(decide.fit_words(k, cfg, data))
     rows = neighbourhood.read(plpy, bank.id, full, around._replace(near=near, ids=around.ids | found),
-                              threshold, cfg, data)
+                              threshold, cfg, data, fit_words)
     by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, [], narrow, limit)
     read, read_names = rows.candidates(full, limit, threshold)
     by_key.update(read)

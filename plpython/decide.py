@@ -107,7 +107,7 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     same = homonyms(scored)
     if same:
         return _among_homonyms(same, context, fits), True
-    fitting = _name_fits(mention, scored, settings, names, context)
+    fitting = _name_fits(mention, scored, settings, names)
     if len(fitting) >= 2:
         return _by_context(fitting, context, scored, settings)
     if len(fitting) == 1:
@@ -185,8 +185,18 @@ def _specific(context: FrozenSet[str], partners: Dict[str, int], bank_holds: Cal
     return fewest is not None and bank_holds(fewest)
 
 
+def fit_words(mention: str, settings: Dict[str, Any], names: Optional[names_mod.NameData]) -> FrozenSet[str]:
+    """The words an entity a one-word mention fits holds as one of its words (bare_names): the word and,
+    under name_variants, its nicknames ("bob": "bob", "robert", ...); none for any other mention."""
+    tokens = words.split_words(mention)
+    if not lever(settings, BARE_NAMES) or len(tokens) != 1:
+        return frozenset()
+    eq = names.equivalents(tokens[0]) if names is not None and lever(settings, NAME_VARIANTS) else frozenset()
+    return frozenset([tokens[0]]) | eq
+
+
 def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
-               names: Optional[names_mod.NameData], context: FrozenSet[str] = frozenset()) -> List[Evaluation]:
+               names: Optional[names_mod.NameData]) -> List[Evaluation]:
     """The candidates a name fits equally well when several entities could be meant.
 
     A one-word mention (bare_names lever): every entity of its neighbourhood
@@ -195,13 +205,9 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     untyped mention (typed_mentions lever): every entity of the identical name
     ("Jordan" the person, the country).
     """
-    tokens = words.split_words(mention)
-    if lever(settings, BARE_NAMES) and len(tokens) == 1:
-        word = tokens[0]
-        eq = names.equivalents(word) if names is not None and lever(settings, NAME_VARIANTS) else frozenset()
-        fits = [ev for ev in scored
-                if (word in words.split_words(ev.candidate.key) or eq & set(words.split_words(ev.candidate.key)))
-                and in_neighbourhood(ev, context)]
+    held = fit_words(mention, settings, names)
+    if held:
+        fits = [ev for ev in scored if held & set(words.split_words(ev.candidate.key)) and in_neighbourhood(ev)]
         if len(fits) >= 2 or (fits and not scoring.is_identical(fits[0].candidate)):
             for ev in fits:
                 ev.lever = BARE_NAMES
@@ -235,34 +241,17 @@ def _name_fits(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 # family and the held-out families (9 seeds) unchanged; across
 # bench.order's 76 replays no F1 lower and no wrong merge more, before or
 # after reresolve.
-#
-# A hub is not of the neighbourhood (issue 34): an entity seen with more than
-# HUB_PARTNERS others ("email", next to 1,500 of 100,000 entities) says
-# nothing of who its partners are, as a partner's specificity says for the
-# misspellings lever. Its partners are of the neighbourhood through a nearer
-# name only; through hubs alone a candidate's co-occurrence is at most
-# HUB_SHARE (1/sqrt(501) = 0.045), which neighbourhood_suffices counts, and no
-# lever's least context (MIN_CONTEXT, MISSPELT_CONTEXT) comes near. So a bare
-# "Harry" next to "email" fits the Harrys of its neighbourhood, not every
-# Harry ever written to, and a resolver never reads a hub's partners: at
-# 1,000,000 entities they are 15,000 rows.
-HUB_PARTNERS = 500
-HUB_SHARE = 1.0 / math.sqrt(HUB_PARTNERS + 1)
-
-
-def in_neighbourhood(ev: Evaluation, context: FrozenSet[str]) -> bool:
+def in_neighbourhood(ev: Evaluation) -> bool:
     """Whether a scored candidate is of the mention's neighbourhood: the same name (identical trigram sets,
-    or one organisation's name, legal forms aside), a partner of a nearby name (``context``) seen with at
-    most HUB_PARTNERS entities, or seen within the recency window. A one-word name fits only these
-    (_name_fits); under neighbourhood_suffices, no other candidate changes any decision."""
-    return (scoring.is_identical(ev.candidate) or ev.recency > 0
-            or any(n in context and d <= HUB_PARTNERS for n, d in ev.candidate.partners.items()))
+    or one organisation's name, legal forms aside), a partner of the context, or seen within the recency
+    window. A one-word name fits only these (_name_fits); under neighbourhood_suffices, no other candidate
+    changes any decision."""
+    return scoring.is_identical(ev.candidate) or ev.cooccurrence > 0 or ev.recency > 0
 
 
 # Issue 34's product decision: a candidate outside the neighbourhood has
-# recency 0 and co-occurrence HUB_SHARE at most (through hubs, 0 otherwise),
-# so it scores name_weight times its name signal and cooccurrence_weight
-# times HUB_SHARE at most; when that cannot reach the threshold, it is never chosen, and no
+# co-occurrence and recency 0, so it scores name_weight times its name signal
+# at most; when that cannot reach the threshold, it is never chosen, and no
 # lever lets it decide: every path that chooses under the threshold asks for
 # the same name (homonyms, typed_mentions: is_identical), a fit of the
 # neighbourhood (bare_names), or context (_told_by_context, _by_context,
@@ -271,10 +260,33 @@ def in_neighbourhood(ev: Evaluation, context: FrozenSet[str]) -> bool:
 # without such candidates; only the best score a new entity records may be
 # lower. tests/unit/test_neighbourhood.py holds every lever to it; docs/design.md
 # (3.11) says what a resolver that reads only the neighbourhood must look up.
+# What a resolver reading the neighbourhood may leave unread: the partners of
+# a hub, an entity seen with more than HUB_PARTNERS others ("email", next to
+# 1,500 of 100,000 entities; 15,000 of 1,000,000). A candidate of the
+# neighbourhood through hubs only has co-occurrence HUB_SHARE at most
+# (1/sqrt(501) = 0.045) and recency 0: with the name signal at its most it
+# scores 0.513 by default, under the threshold, and it is far from any
+# lever's least context (MIN_CONTEXT, MISSPELT_CONTEXT). So it changes no
+# decision, except as an entity a one-word name fits, which holds one of
+# the mention's fit_words and is read as a name holding it. It is still of
+# the neighbourhood: the Harrys seen with "email" keep a bare "Harry" next
+# to it from being given to the one recent Harry (a wrong merge on the
+# bench's bank of 100,000 when they did not count).
+HUB_PARTNERS = 500
+HUB_SHARE = 1.0 / math.sqrt(HUB_PARTNERS + 1)
+
+
+def hubs_unread_suffice(settings: Dict[str, Any]) -> bool:
+    """True iff a candidate outside the neighbourhood but through hubs (co-occurrence HUB_SHARE at most,
+    recency 0) changes no decision unless a one-word mention fits it (fit_words)."""
+    return (not passes_threshold(scoring.weighted(settings, 1.0, HUB_SHARE, 0.0), settings["threshold"])
+            and HUB_SHARE < min(MIN_CONTEXT, MISSPELT_CONTEXT))
+
+
 def neighbourhood_suffices(settings: Dict[str, Any]) -> bool:
     """True iff no candidate outside a mention's neighbourhood (in_neighbourhood) can change its decision:
-    the name signal at its most, with a hub's co-occurrence, does not reach the threshold."""
-    return not passes_threshold(scoring.weighted(settings, 1.0, HUB_SHARE, 0.0), settings["threshold"])
+    the name signal alone, at its most, does not reach the threshold."""
+    return not passes_threshold(scoring.weighted(settings, 1.0, 0.0, 0.0), settings["threshold"])
 
 
 def _told_by_context(fit: Evaluation) -> bool:

@@ -9,12 +9,15 @@ three small sources instead of the bank's whole trigram index:
   whole extent of its words (the trigram index's strict word similarity at 1,
   answered from its shortest posting lists): the identical trigram sets, and
   "acme" in "Acme Inc", "ACME Corp" (legal forms aside, one organisation's
-  name); exact names, aliases and forms come from the exact look-up, as always;
+  name); for a one-word mention, every name holding one of its fit words
+  ("harry", "harold"), similar enough to the key; exact names, aliases and
+  forms come from the exact look-up, as always;
 - **partners**: every entity co-occurring with an entity a nearby name of the
   call names (by name or alias, its legal forms aside too), the pairs this
   transaction queued included, unless that entity is a hub (seen with more
-  than decide.HUB_PARTNERS others: a hub is not of the neighbourhood, and its
-  partners are read through nearer names only);
+  than decide.HUB_PARTNERS others): a hub's partners change no decision
+  (decide.hubs_unread_suffice) but as entities a one-word name fits, and
+  those hold one of its fit_words, which the same-name source reads;
 - **recent entities**: every entity last seen within the recency window of an
   event date of the call (through entities_bank_last_seen_idx), and every entity
   this transaction queued a date for.
@@ -55,18 +58,19 @@ AUTO_MIN_ROWS = 50000
 WINDOW_SLACK = 1.0
 
 # The neighbourhood's rows, in the probe's tie order (rank): names holding a
-# key ($2) as an extent at similarity $3 or more; partners of the nearby
+# word ($8: a key, or a fit word of one) as an extent, at similarity $3 or
+# more to its key ($2); partners of the nearby
 # entities $4 (the bank's pairs and this transaction's queued ones); entities
 # last seen inside a window ($5, $6: epochs) or queued a date by this
 # transaction; the entities $7.
 SQL_ROWS = """
 WITH found AS (
     SELECT e.id
-      FROM unnest($2::text[]) AS k (key)
+      FROM unnest($2::text[], $8::text[]) AS k (key, word)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id FROM entities AS x
             WHERE x.bank_id @bank_collate@ = $1 AND x.entity_kind <> 'label'
-              AND folded(x.canonical_name) OPERATOR (@sim@.%>>) k.key
+              AND folded(x.canonical_name) OPERATOR (@sim@.%>>) k.word
               AND @trgm@.similarity(lower(x.canonical_name), k.key) >= $3
            OFFSET 0) AS e  -- noqa: AM09
     UNION
@@ -116,7 +120,8 @@ class Around(NamedTuple):
 
 def applies(cfg, mode: str, table_rows: float) -> bool:
     """Whether a call reads its neighbourhood instead of probing the bank in full."""
-    if mode == "off" or cfg.get("profile") != "enhanced" or not decide.neighbourhood_suffices(cfg):
+    if mode == "off" or cfg.get("profile") != "enhanced" or not decide.neighbourhood_suffices(cfg) \
+            or not decide.hubs_unread_suffice(cfg):
         return False
     return mode == "on" or table_rows >= AUTO_MIN_ROWS
 
@@ -133,17 +138,20 @@ def windows(epochs: Iterable[float], days: float) -> Tuple[List[float], List[flo
     return [w[0] for w in out], [w[1] for w in out]
 
 
-def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, cfg,
-         data) -> small_bank.SmallBank:
+def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, cfg, data,
+         fit_words: Dict[str, Set[str]]) -> small_bank.SmallBank:
     """Read the neighbourhood of ``keys`` (the keys and probed forms a call would probe in full), for
-    candidates at trigram similarity ``floor`` or more."""
+    candidates at trigram similarity ``floor`` or more; ``fit_words``: key -> the fit words of the one-word
+    mentions it is probed for (decide.fit_words)."""
+    held = [(k, k) for k in keys] + [(k, w) for k in keys for w in sorted(fit_words.get(k, ())) if w != k]
     every = sorted({f for k in keys for f in context_mod.near_forms(around.near.get(k, ()), cfg, data)})
     near = [r["id"] for r in probe.near_partners(plpy, bank_id, every, decide.HUB_PARTNERS)
             if r["partners"] <= decide.HUB_PARTNERS or r["unsettled"]] if every else []
     starts, ends = windows(around.epochs, cfg["recency_window_days"])
     rows = sorted(db.run(plpy, "neighbourhood_rows", SQL_ROWS,
-                         ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]"],
-                         [bank_id, list(keys), floor, sorted(set(near)), starts, ends, sorted(around.ids)]),
+                         ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]", "text[]"],
+                         [bank_id, [k for k, _ in held], floor, sorted(set(near)), starts, ends, sorted(around.ids),
+                          [w for _, w in held]]),
                   key=lambda r: r["rank"])
     sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(keys))
     name_map = small_bank.NameMap()

@@ -186,6 +186,11 @@ _NEAR_BY_NAME = """near AS (
            OFFSET 0) AS e  -- noqa: AM09
 )"""
 
+# The pairs between the candidates ($2) and the nearby entities: one branch
+# per side a nearby entity is on, each answered by an index from the few
+# nearby entities (a pair on both sides comes twice; Context keeps a set). As
+# one OR of both sides, every pair of every bank was read in a sequential
+# scan: 39 ms at 100,000 entities, growing with the table.
 SQL_CONTEXT = """
 WITH """ + _NEAR_BY_NAME + """
 
@@ -197,10 +202,14 @@ SELECT 'near' AS kind, near.id::text AS a, near.key AS b,
   FROM near
 UNION ALL
 SELECT 'pair' AS kind, c.entity_id_1::text AS a, c.entity_id_2::text AS b, NULL AS n
-  FROM entity_cooccurrences AS c
- WHERE c.bank_id = $1 AND c.cooccurrence_count > 0
-   AND ((c.entity_id_1 = ANY($2::uuid[]) AND c.entity_id_2 IN (SELECT near.id FROM near))
-        OR (c.entity_id_2 = ANY($2::uuid[]) AND c.entity_id_1 IN (SELECT near.id FROM near)))
+  FROM (SELECT DISTINCT near.id FROM near) AS n
+ INNER JOIN entity_cooccurrences AS c ON n.id = c.entity_id_2 AND c.bank_id = $1
+ WHERE c.entity_id_1 = ANY($2::uuid[]) AND c.cooccurrence_count > 0
+UNION ALL
+SELECT 'pair' AS kind, c.entity_id_1::text AS a, c.entity_id_2::text AS b, NULL AS n
+  FROM (SELECT DISTINCT near.id FROM near) AS n
+ INNER JOIN entity_cooccurrences AS c ON n.id = c.entity_id_1 AND c.bank_id = $1
+ WHERE c.entity_id_2 = ANY($2::uuid[]) AND c.cooccurrence_count > 0
 UNION ALL
 SELECT 'known' AS kind, k.a::text AS a, k.b::text AS b, NULL AS n
   FROM unnest($4::uuid[], $5::uuid[]) AS k (a, b)

@@ -47,6 +47,8 @@ NAMES_KEPT = 10000
 # Banks this session found larger than a read was worth: bank_id -> the size
 # exceeded. Being wrong here costs time, never an answer.
 _LARGER: Dict[str, int] = {}
+# Banks this session counted and found small enough to read.
+_COUNTED: Set[str] = set()
 _TRIGRAMS: Dict[str, FrozenSet[str]] = {}
 _MAPS: Dict[str, "NameMap"] = {}
 
@@ -200,11 +202,14 @@ def read(plpy, bank, keys: Sequence[str], mode: str, table_rows: float) -> Optio
     most = worth_reading(mode, len(keys), table_rows)
     if most == 0 or most <= _LARGER.get(bank.id, 0) or not db.leakproof_probe(plpy):
         return None
-    # Counted first: reading the names in order sorts the whole bank, however large
-    # (90 ms at 100,000 entities, paid by every session whose calls grow).
-    if db.run(plpy, "small_bank_size", SQL_SMALL_BANK_SIZE, ["text", "int"], [bank.id, most + 1])[0]["n"] > most:
-        _LARGER[bank.id] = most
-        return None
+    # Counted first, once a session: reading the names in order sorts the whole
+    # bank, however large (90 ms at 100,000 entities, paid by every session
+    # whose calls grow). A bank found small and grown since costs one such read.
+    if bank.id not in _COUNTED:
+        if db.run(plpy, "small_bank_size", SQL_SMALL_BANK_SIZE, ["text", "int"], [bank.id, most + 1])[0]["n"] > most:
+            _LARGER[bank.id] = most
+            return None
+        _COUNTED.add(bank.id)
     rows = sorted(db.run(plpy, "small_bank", SQL_SMALL_BANK, ["text", "int"], [bank.id, most + 1]),
                   key=lambda r: r["rank"])
     if len(rows) > most:

@@ -97,7 +97,8 @@ def test_a_read_runs_one_statement_more_only_for_names_the_session_has_not_seen(
     index = counts("off")
     # A session's first call also reads what the session keeps, either way.
     assert index[1] == index[2] < index[0]
-    assert counts("on") == [index[0] + 1, index[1], index[2] + 1]
+    # The first read of a bank in a session counts it first: a large bank is never read in order.
+    assert counts("on") == [index[0] + 2, index[1], index[2] + 1]
 
 
 KEEP_SQL = """
