@@ -67,6 +67,11 @@ def bench(
                                                  "write path with the bank setting auto_reresolve on and off, and "
                                                  "reresolve_queued per queued fact (bench/auto_reresolve.py; about "
                                                  "2 minutes).")] = True,
+    neighbourhood: Annotated[bool, typer.Option("--neighbourhood/--no-neighbourhood", help="Also time each "
+                                                "size's batches with the neighbourhood probe and the full probe, "
+                                                "side by side, on a bank dated at a constant rate "
+                                                "(bench/neighbourhood_speed.py; about a minute at 100,000 "
+                                                "entities, 15 at 1,000,000).")] = True,
     import_facts: Annotated[int, typer.Option("--import-facts", min=0, help="Facts imported at the default "
                                               "batch into each size's bank, last (0: skip it; 2,000 take about a "
                                               "minute at 100,000 entities).")] = 2000,
@@ -110,7 +115,7 @@ def bench(
     result = run_bench(dsn, parsed, None if no_out else out, keep=keep, batches=batches, **extra,
                        writer_seconds=writer_seconds, imports=imports, neighbours=neighbours or None,
                        reresolve_facts=reresolve_facts or None, order=order, attributes=attributes,
-                       auto_reresolve=auto_reresolve, import_facts=import_facts,
+                       auto_reresolve=auto_reresolve, import_facts=import_facts, neighbourhood=neighbourhood,
                        progress=None if as_json else (lambda msg: err.print(msg, style="dim")))
     if as_json:
         _print_json(result)

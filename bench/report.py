@@ -12,6 +12,7 @@ from bench.pairs import markdown as pairs_markdown
 from bench.order import markdown as order_markdown
 from bench.per_fact import markdown as per_fact_markdown
 from bench.attributes_speed import markdown as attributes_markdown
+from bench.neighbourhood_speed import markdown as neighbourhood_markdown, targets as neighbourhood_targets
 from bench.auto_reresolve import markdown as auto_reresolve_markdown
 from bench.reresolve_speed import markdown as reresolve_markdown
 from bench.limits import markdown as limits_markdown
@@ -92,6 +93,8 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
     if rr and rr.get("seconds") is not None:
         out[f"reresolve dry run, {rr['entities']:,} entities, {rr['plan_facts']:,} facts (s)"] = {
             "target": "< 60", "value": rr["seconds"], "met": rr["seconds"] < 60}
+    if result.get("neighbourhood"):
+        out.update(neighbourhood_targets(result["neighbourhood"]))
     at = result.get("attributes")
     if at:
         out[f"batch with mention attributes ÷ without, {at['entities']:,} entities"] = {
@@ -258,6 +261,8 @@ def markdown(result: Dict[str, Any]) -> str:
             lines += ["", per_fact_markdown(result[key])]
     if result.get("reresolve"):
         lines += ["", reresolve_markdown(result["reresolve"])]
+    if result.get("neighbourhood"):
+        lines += [""] + neighbourhood_markdown(result["neighbourhood"])
     if result.get("attributes"):
         lines += [""] + attributes_markdown(result["attributes"])
     if result.get("auto_reresolve"):

@@ -54,7 +54,9 @@ one the DSN names, installs entity_resolver in it, and for each bank size:
 7. times the same 58-mention batches with and without mention attributes at
    10,000 entities (``bench.attributes_speed``), and the write path with the
    bank setting auto_reresolve on and off, then ``reresolve_queued`` per queued
-   fact (``bench.auto_reresolve``);
+   fact (``bench.auto_reresolve``); and each size's batches with the
+   neighbourhood probe and the full probe side by side, on a bank of that size
+   dated at a constant rate (``bench.neighbourhood_speed``: the curve of issue 34);
 8. profiles the PL/Python side at one size (``bench.profiling``): time per
    SQL statement of the resolver, the rest (Python), and a cProfile ranking,
    through a temporary PL/Python function that calls the installed resolver
@@ -88,6 +90,7 @@ from bench.order import measure_order
 from bench.profiling import profile
 from bench.report import markdown, targets, write_doc
 from bench.attributes_speed import measure_attributes
+from bench.neighbourhood_speed import measure_neighbourhood
 from bench.auto_reresolve import measure_auto_reresolve
 from bench.reresolve_speed import measure_reresolve
 from bench.workloads import BATCH_MENTIONS, SCHEMA, SEED, build_bank, make_retain
@@ -139,7 +142,7 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
               imports: bool = True, neighbours: Optional[int] = 1_000_000, roles: bool = True,
               heldout_seeds: Sequence[int] = heldout.HELDOUT_SEEDS,
               reresolve_facts: Optional[int] = 10_000, order: bool = True, attributes: bool = True,
-              auto_reresolve: bool = True, import_facts: int = 2000,
+              auto_reresolve: bool = True, import_facts: int = 2000, neighbourhood: bool = True,
               progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
     """Run the benchmark on a scratch database of the server ``dsn`` points at; see the module docstring.
 
@@ -154,7 +157,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
     shuffled, before and after ``reresolve`` (needs ``corpora``); ``attributes``:
     the batches with and without mention attributes (``bench.attributes_speed``);
     ``auto_reresolve``: the cost of the bank setting (``bench.auto_reresolve``);
-    ``import_facts``: facts imported at the default batch into each size's bank, last (0 skips it).
+    ``import_facts``: facts imported at the default batch into each size's bank, last (0 skips it);
+    ``neighbourhood``: each size's batches with the neighbourhood probe and the full probe, side by
+    side, on a bank dated at a constant rate (``bench.neighbourhood_speed``).
     """
     say = progress or (lambda msg: None)
     started = time.monotonic()
@@ -246,6 +251,9 @@ def run_bench(dsn: str, sizes: Sequence[int] = DEFAULT_SIZES, out: Optional[Path
             say("auto_reresolve: the write path with the setting on and off, then reresolve_queued, 10,000 entities")
             result["auto_reresolve"] = measure_auto_reresolve(dsn, 10_000, min(5_000, reresolve_facts or 5_000),
                                                               batches=min(batches, 20), seed=seed)
+        if neighbourhood:
+            result["neighbourhood"] = measure_neighbourhood(dsn, sizes, batches=min(batches, 30), seed=seed,
+                                                            progress=say)
         if neighbours:
             result["neighbours"] = measure_neighbours(dsn, others=neighbours, batches=min(batches, 20), seed=seed,
                                                       progress=say)
