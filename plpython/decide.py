@@ -260,6 +260,12 @@ def in_neighbourhood(ev: Evaluation) -> bool:
 # without such candidates; only the best score a new entity records may be
 # lower. tests/unit/test_neighbourhood.py holds every lever to it; docs/design.md
 # (3.11) says what a resolver that reads only the neighbourhood must look up.
+def neighbourhood_suffices(settings: Dict[str, Any]) -> bool:
+    """True iff no candidate outside a mention's neighbourhood (in_neighbourhood) can change its decision:
+    the name signal alone, at its most, does not reach the threshold."""
+    return not passes_threshold(scoring.weighted(settings, 1.0, 0.0, 0.0), settings["threshold"])
+
+
 # What a resolver reading the neighbourhood may leave unread: the partners of
 # a hub, an entity seen with more than HUB_PARTNERS others ("email", next to
 # 1,500 of 100,000 entities; 15,000 of 1,000,000). A candidate of the
@@ -277,16 +283,10 @@ HUB_SHARE = 1.0 / math.sqrt(HUB_PARTNERS + 1)
 
 
 def hubs_unread_suffice(settings: Dict[str, Any]) -> bool:
-    """True iff a candidate outside the neighbourhood but through hubs (co-occurrence HUB_SHARE at most,
-    recency 0) changes no decision unless a one-word mention fits it (fit_words)."""
+    """True iff a candidate of the neighbourhood through hubs only (co-occurrence HUB_SHARE at most, recency
+    0) changes no decision, unless a one-word mention fits it (fit_words)."""
     return (not passes_threshold(scoring.weighted(settings, 1.0, HUB_SHARE, 0.0), settings["threshold"])
             and HUB_SHARE < min(MIN_CONTEXT, MISSPELT_CONTEXT))
-
-
-def neighbourhood_suffices(settings: Dict[str, Any]) -> bool:
-    """True iff no candidate outside a mention's neighbourhood (in_neighbourhood) can change its decision:
-    the name signal alone, at its most, does not reach the threshold."""
-    return not passes_threshold(scoring.weighted(settings, 1.0, 0.0, 0.0), settings["threshold"])
 
 
 def _told_by_context(fit: Evaluation) -> bool:
