@@ -10,7 +10,7 @@ found, merged per entity in probe order.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 import db
 import decide
@@ -157,15 +157,9 @@ def _probe(plpy, bank, full: List[str], narrow: List[str], limit: int, threshold
             cfg, db.call_setting("neighbourhood_probe"), db.call_setting("table_rows")) \
             or (bank.isolated and not db.leakproof_probe(plpy)):
         return (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, limit)
-    near: Dict[str, Set[str]] = {}
-    for k, names in around.near.items():
-        for f in [k] + (forms[k].probed if k in forms else []):
-            near.setdefault(f, set()).update(names)
+    near = _to_probed(around.near, forms)
+    fit_words = _to_probed({k: decide.fit_words(k, cfg, data) for k in forms}, forms)
     found = {h.id for rows in hits.values() for h in rows}
-    fit_words: Dict[str, Set[str]] = {}
-    for k, f in forms.items():
-        for key in [k] + f.probed:
-            fit_words.setdefault(key, set()).update(decide.fit_words(k, cfg, data))
     rows = neighbourhood.read(plpy, bank.id, full, around._replace(near=near, ids=around.ids | found),
                               threshold, cfg, data, fit_words)
     by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, [], narrow, limit)
@@ -173,6 +167,15 @@ def _probe(plpy, bank, full: List[str], narrow: List[str], limit: int, threshold
     by_key.update(read)
     names.update(read_names)
     return by_key, identical, names
+
+
+def _to_probed(of_key: Dict[str, Iterable[str]], forms: Dict[str, Forms]) -> Dict[str, Set[str]]:
+    """What each mention key has, given to every key it is probed by: itself and its probed forms."""
+    out: Dict[str, Set[str]] = {}
+    for k, values in of_key.items():
+        for f in [k] + (forms[k].probed if k in forms else []):
+            out.setdefault(f, set()).update(values)
+    return out
 
 
 # -- the probe of identical names ------------------------------------------------------------
