@@ -4,7 +4,11 @@ It runs the same decision function as resolution (decide.evaluate) on a
 deeper probe, with the same probe forms (candidates.forms_of), the same
 context (context.fill_partners) and the same exact look-ups (alias, alias
 memory), so what it prints is what resolution did, plus the near misses under
-the floor. It writes nothing.
+the floor. Which of its candidates resolution reads (``considered``) comes
+from resolution's own read of the bank (candidates.read_view), for the
+mention called alone: the whole bank's probe, a small bank read whole, or the
+mention's neighbourhood (neighbourhood.py), as the session is set. It writes
+nothing.
 """
 
 import attributes
@@ -14,12 +18,13 @@ import context
 import db
 import decide
 import memory
+import neighbourhood
 import probe
 import scoring
 from callstate import CallState
 from fold import fold
 from mentions import check_text, check_type, datetime_of
-from resolve import ALIAS, IDENTIFIER, MEMORY, compatible, holding, judged_distinct, single_attributes
+from resolve import ALIAS, IDENTIFIER, MEMORY, compatible, holding, judged_distinct, single_attributes, surviving_of
 from settings import ALIAS_MEMORY, TYPED_MENTIONS, lever
 
 # explain_mention probes lower than resolution so that near misses under the
@@ -28,10 +33,11 @@ EXPLAIN_PROBE = 0.15
 EXPLAIN_LABEL_ROWS = 20
 
 
-def _row(cand, name, ev=None, decision=scoring.BELOW_FLOOR):
+def _row(cand, name, considered, ev=None, decision=scoring.BELOW_FLOOR):
     out = {"candidate_id": cand.id, "canonical_name": name, "trigram_similarity": cand.trigram_similarity,
            "tokens_compatible": None, "name_similarity": None, "cooccurrence": None, "recency": None,
-           "score": None, "decision": decision, "matched_form": cand.form, "lever": None}
+           "score": None, "decision": decision, "matched_form": cand.form, "lever": None,
+           "considered": considered}
     if ev is not None:
         out.update(tokens_compatible=ev.tokens_compatible, name_similarity=ev.name_similarity,
                    cooccurrence=ev.cooccurrence, recency=ev.recency, score=ev.score, decision=ev.decision,
@@ -43,7 +49,7 @@ def _exact_row(entity_id, name, decision, lever_name=None):
     return {"candidate_id": entity_id, "canonical_name": name, "trigram_similarity": 1.0,
             "tokens_compatible": True, "name_similarity": 1.0, "cooccurrence": None, "recency": None,
             "score": 1.0 if decision != MEMORY else None, "decision": decision, "matched_form": None,
-            "lever": lever_name}
+            "lever": lever_name, "considered": True}
 
 
 def _probed(plpy, bank_id, key, forms, cfg):
@@ -95,7 +101,8 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
     said = attributes.normalise_one(plpy, said, "attributes")
     kinds = attributes.kinds(cfg) if cfg.get("profile") == "enhanced" and not is_label else {}
     ruled = _Ruled(plpy, bank_id, attributes.of_kind(said, kinds, attributes.DISTINGUISHING))
-    identifier = _identifier(plpy, bank_id, attributes.of_kind(said, kinds, attributes.IDENTIFYING), wanted, ruled)
+    identifier, holders = _identifier(plpy, bank_id, attributes.of_kind(said, kinds, attributes.IDENTIFYING),
+                                      wanted, ruled)
     if identifier is not None:
         return identifier
     exact = _exact(plpy, bank_id, key, wanted, is_label, cfg, ruled)
@@ -114,11 +121,27 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
                                      fits=ruled.of(c.id for c in regular) if ruled.mine else None,
                                      judged=lambda a, b: judged_distinct(plpy, bank_id, a, b))
     by_id = {ev.candidate.id: ev for ev in evaluations}
+    # As resolution reads the bank: with its plans and the session's settings read at the call's start.
+    with db.generic_plans(plpy):
+        read = _considered(plpy, bank, key, near, epochs[0], wanted, (ruled.mine, kinds), holders, data)
     out = []
     for cand in probed:
         ev = by_id.get(cand.id)
-        out.append(_row(ev.candidate if ev is not None else cand, names[cand.id], ev))
+        out.append(_row(ev.candidate if ev is not None else cand, names[cand.id], cand.id in read, ev))
     return out
+
+
+def _considered(plpy, bank, key, near, epoch, wanted, distinguishing, holders, data):
+    """The ids of the candidates resolution reads for the mention called alone, as the session is set
+    (candidates.read_view, then candidates.for_mention): what a new entity's best score is the best of."""
+    cfg = bank.cfg
+    mine, kinds = distinguishing
+    around = neighbourhood.Around({key: set(near)}, {epoch} if epoch is not None else set(), holders)
+    view = candidates_mod.read_view(plpy, bank, [key], [], [key], [key] if memory.remembers(key, cfg) else [],
+                                    cfg, data, {key: {wanted}},
+                                    surviving=surviving_of(plpy, bank.id, kinds, {key: [mine]}) if mine else None,
+                                    around=around)
+    return {c.id for c in candidates_mod.for_mention(key, view, CallState(), cfg)}
 
 
 class _Ruled:
@@ -140,15 +163,17 @@ class _Ruled:
 
 
 def _identifier(plpy, bank_id, mine, wanted, ruled):
-    """The row of the one entity holding an identifying value of the mention (resolve.by_identifier); else None."""
+    """The row of the one entity holding an identifying value of the mention (resolve.by_identifier), else
+    None; and the ids of the bank's entities holding any of its identifying values."""
     if not mine:
-        return None
-    found = {e: r for rows in attributes.holders(plpy, bank_id, mine.items()).values()
-             for e, r in holding(rows, wanted).items()}
+        return None, set()
+    held = attributes.holders(plpy, bank_id, mine.items())
+    found = {e: r for rows in held.values() for e, r in holding(rows, wanted).items()}
     chosen, _ = attributes.identified(found, ruled)
+    ids = {r["id"] for rows in held.values() for r in rows}
     if chosen is None:
-        return None
-    return [_exact_row(chosen, found[chosen]["canonical_name"], IDENTIFIER, decide.ATTRIBUTES)]
+        return None, ids
+    return [_exact_row(chosen, found[chosen]["canonical_name"], IDENTIFIER, decide.ATTRIBUTES)], ids
 
 
 def _exact(plpy, bank_id, key, wanted, is_label, cfg, ruled):

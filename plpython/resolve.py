@@ -472,23 +472,25 @@ def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:
 
 
 def _surviving(call: Call):
-    """read_view's ``surviving``: the identical names each mention with a distinguishing attribute leaves.
-
-    One statement reads the distinguishing values of every identical name of
-    such keys; None when the call has no such mention.
-    """
+    """read_view's ``surviving`` for the call's mentions with a distinguishing attribute; None when it has none."""
     dated: Dict[str, List[Dict[str, str]]] = {}
     for i in sorted(call.regular):
         mine = given(call, i, attributes.DISTINGUISHING)
         if mine:
             dated.setdefault(call.folded.keys[i], []).append(mine)
-    if not dated:
-        return None
+    return surviving_of(call.plpy, call.bank.id, call.kinds, dated) if dated else None
 
+
+def surviving_of(plpy, bank_id: str, kinds, dated: Dict[str, List[Dict[str, str]]]):
+    """read_view's ``surviving``: the identical names each mention with a distinguishing attribute leaves.
+
+    ``dated``: key -> the distinguishing attributes of each of its mentions
+    that has any. One statement reads the distinguishing values of every
+    identical name of such keys.
+    """
     def surviving(identical):
         ids = [c.id for k, rows in identical.items() if k in dated for c in rows if not c.is_label]
-        names = attributes.named(call.kinds, attributes.DISTINGUISHING)
-        held = attributes.held(call.plpy, call.bank.id, ids, names)
+        held = attributes.held(plpy, bank_id, ids, attributes.named(kinds, attributes.DISTINGUISHING))
         left = {k: [[c for c in rows if c.is_label or not attributes.fit(mine, held.get(c.id, {})).conflicts]
                     for mine in dated[k]]
                 for k, rows in identical.items() if k in dated}

@@ -5,8 +5,9 @@
 -- wrapper). SET "pg_trgm.similarity_threshold": the resolver sets the probe
 -- threshold with set_config(..., true); the SET clause restores the caller's
 -- value when the function returns. SET
--- "pg_trgm.strict_word_similarity_threshold" = '1' (where resolution runs;
--- explain evaluates every candidate): the probe of identical names
+-- "pg_trgm.strict_word_similarity_threshold" = '1' (where resolution runs,
+-- and explain, which reads the bank as resolution does to say which
+-- candidates it considered): the probe of identical names
 -- (plpython/probe.py, SQL_PROBE) asks the trigram index for names holding
 -- every trigram of the mention, with the caller's value untouched.
 
@@ -129,13 +130,15 @@ RETURNS TABLE (
     score float8,
     decision text,
     matched_form text,
-    lever text
+    lever text,
+    considered boolean
 )
 LANGUAGE plpython3u
 STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
+SET "pg_trgm.strict_word_similarity_threshold" = '1'
 AS $$ explain.explain $$;
 
 COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz, text, jsonb) IS
@@ -143,7 +146,11 @@ COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz
 'type_mismatch, attribute_conflict, below_threshold, ambiguous, needs_context, outscored, chosen; alias, memory '
 'or identifier for an exact hit). matched_form: the form of the mention that found the candidate (without legal '
 'forms, a nickname''s given name), NULL for the mention itself; lever: the enhanced profile''s lever that '
-'decided, if one did (attributes, homonyms among them). Writes nothing; probes down to trigram similarity 0.15.';
+'decided, if one did (attributes, homonyms among them); considered: whether resolution reads the candidate for '
+'this mention called alone, as the session is set (the whole bank''s probe, only the identical names where one '
+'settles the mention, a small bank read whole, or the mention''s neighbourhood under '
+'entity_resolver.neighbourhood_probe): a new entity records the best score of those. Writes nothing; probes '
+'down to trigram similarity 0.15.';
 
 CREATE OR REPLACE FUNCTION {{ schema }}.fold_name(name text)
 RETURNS text

@@ -96,6 +96,9 @@ class Explanation:
     decision: str
     matched_form: Optional[str] = None   # the form of the mention that found it (None: the mention)
     lever: Optional[str] = None          # the enhanced profile's lever that decided, if one did
+    # whether resolution reads it for the mention called alone, as the session is set (a new entity
+    # records the best score of those): False for a candidate outside the neighbourhood it read
+    considered: Optional[bool] = None
 
 
 @dataclass(frozen=True)
@@ -371,7 +374,7 @@ class Client:
         """Every candidate for a mention with its signals and decision; writes nothing."""
         rows = self._rows(
             "SELECT candidate_id, canonical_name, trigram_similarity, tokens_compatible,"
-            " name_similarity, cooccurrence, recency, score, decision, matched_form, lever"
+            " name_similarity, cooccurrence, recency, score, decision, matched_form, lever, considered"
             " FROM {s}.explain_mention(%s, %s, %s::text[], coalesce(%s::timestamptz, now()), %s, %s)",
             (bank_id, mention, list(nearby), _when(event_date), mention_type, _attributes(attributes)),
         )

@@ -61,10 +61,22 @@ _SIGNALS = (("trigram", "trigram_similarity"), ("words", "tokens_compatible"), (
 # At a width where they do not all fit, explain_table leaves columns out in
 # this order, least needed first; the candidate's name, its score and the
 # decision always stay (the lever of the chosen one is in explain's last line).
-_DROPPED_FIRST = ("words", "trigram", "recency", "name", "cooc", "lever")
+_DROPPED_FIRST = ("words", "trigram", "recency", "name", "cooc", "lever", "read")
+_SIGNAL_COLUMNS = tuple(column for column, _ in _SIGNALS)
 _GAP = 2          # between two columns of new_table
 # Measures a table's natural width (a console of the terminal's width would clamp it).
 _MEASURE = Console(width=10_000)
+
+
+def _unread(r: Explanation) -> bool:
+    """A scored candidate resolution does not read for the mention (outside the neighbourhood it read)."""
+    return r.considered is False and r.score is not None
+
+
+def _optional_columns(rows: List[Explanation]) -> List[str]:
+    """The columns only some explanations need: the lever (or matched form), and whether resolution reads it."""
+    return ([c for c in ("lever",) if any(r.lever or r.matched_form for r in rows)]
+            + [c for c in ("read",) if any(_unread(r) for r in rows)])
 
 
 def _lever_cell(r: Explanation) -> str:
@@ -84,6 +96,8 @@ def _explain_table(rows: List[Explanation], title: Optional[str], columns: List[
     table.add_column("decision", no_wrap=True)
     if "lever" in columns:
         table.add_column("lever", overflow="fold")
+    if "read" in columns:
+        table.add_column("read", no_wrap=True)
     for r in rows:
         style = _DECISION_STYLE.get(r.decision, "")
         cells = [r.canonical_name]
@@ -91,6 +105,8 @@ def _explain_table(rows: List[Explanation], title: Optional[str], columns: List[
         cells += [fmt(r.score), Text(_decision_text(r), style=style)]
         if "lever" in columns:
             cells.append(_lever_cell(r))
+        if "read" in columns:
+            cells.append("no" if _unread(r) else "yes" if r.score is not None else "–")
         table.add_row(*cells)
     return table
 
@@ -107,9 +123,8 @@ def explain_table(rows: List[Explanation], title: Optional[str] = None, width: O
     least needed first (_DROPPED_FIRST), before the candidate's name is ever
     folded; the columns left out are appended to ``hidden``.
     """
-    columns = [column for column, _ in _SIGNALS]
-    if any(r.lever or r.matched_form for r in rows):
-        columns.append("lever")
+    optional = _optional_columns(rows)
+    columns = list(_SIGNAL_COLUMNS) + optional
     if width is None:
         return _explain_table(rows, title, columns, None)
     for column in (None,) + _DROPPED_FIRST:
@@ -124,8 +139,7 @@ def explain_table(rows: List[Explanation], title: Optional[str] = None, width: O
         longest = max([len("candidate")] + [len(r.canonical_name) for r in rows])
         table = _explain_table(rows, title, columns, max(min(longest, width - others), 1))
     if hidden is not None:
-        hidden.extend(c for c in _DROPPED_FIRST if c not in columns and (c != "lever" or any(
-            r.lever or r.matched_form for r in rows)))
+        hidden.extend(c for c in _DROPPED_FIRST if c not in columns and (c in _SIGNAL_COLUMNS or c in optional))
     return table
 
 
@@ -136,10 +150,17 @@ def verdict(mention: str, rows: List[Explanation]) -> str:
         c = chosen[0]
         return f"-> {mention!r} resolves to {c.canonical_name!r} (score {fmt(c.score)})"
     scored = [r for r in rows if r.score is not None]
-    if scored:
-        best = max(scored, key=lambda r: r.score)
+    read = [r for r in scored if not _unread(r)]
+    if read:
+        # The best score a new entity records: of the candidates resolution reads.
+        best = max(read, key=lambda r: r.score)
+        unread = (f"; {len(scored) - len(read)} more outside its neighbourhood, not read"
+                  if len(read) < len(scored) else "")
         return (f"-> no candidate reaches the threshold (best: {best.canonical_name!r} at "
-                f"{fmt(best.score)}): {mention!r} would become a new entity")
+                f"{fmt(best.score)}{unread}): {mention!r} would become a new entity")
+    if scored:
+        return (f"-> no candidate it reads reaches the threshold ({len(scored)} outside its neighbourhood, not "
+                f"read): {mention!r} would become a new entity")
     if rows:
         return f"-> every candidate was ruled out before scoring: {mention!r} would become a new entity"
     return f"-> no candidate: {mention!r} would become a new entity"

@@ -135,7 +135,7 @@ def test_explain_json_lists_every_candidate(cli, story):
     assert decisions == {"Alex Kim": "chosen", "Alex Morgan": "ambiguous"}
     assert {c["lever"] for c in data["candidates"]} == {"bare_names"}
     assert set(data["candidates"][0]) >= {"trigram_similarity", "name_similarity", "cooccurrence", "recency", "score",
-                                          "matched_form", "lever"}
+                                          "matched_form", "lever", "considered"}
 
 
 def test_resolve_and_explain_take_attributes(cli):

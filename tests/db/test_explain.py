@@ -102,6 +102,31 @@ def test_explain_marks_a_passing_runner_up_outscored(bank):
     assert {r["canonical_name"]: r["decision"] for r in rows}["Acme Corporation"] == "outscored"
 
 
+@pytest.mark.parametrize("way", ["off", "on"])
+def test_explain_says_which_candidates_resolution_reads(bank, way):
+    # An old namesake without partners in common is outside the mention's
+    # neighbourhood; one seen six days ago is in it (recency), with a name
+    # further from the mention's.
+    bank.known_with("Sarah Chen", ["Acme"], last_seen=NOW - timedelta(days=400))
+    bank.known_with("Sarah Chandler", ["Globex"], last_seen=NOW - timedelta(days=6))
+    # (The index probes the bank either way: not read whole as a small bank.)
+    bank.conn.execute("SELECT set_config('entity_resolver.neighbourhood_probe', %s, false),"
+                      " set_config('entity_resolver.small_bank_probe', 'off', false)", (way,))
+    try:
+        rows = {r["canonical_name"]: r for r in bank.explain("Sarah Chan", ["Initech"])}
+        result = bank.resolve("Sarah Chan", ["Initech"])
+    finally:
+        bank.conn.execute("RESET entity_resolver.neighbourhood_probe")
+        bank.conn.execute("RESET entity_resolver.small_bank_probe")
+
+    assert {n: (r["decision"], r["considered"]) for n, r in rows.items()} == {
+        "Sarah Chen": ("below_threshold", way == "off"), "Sarah Chandler": ("below_threshold", True)}
+    # The full probe records the old namesake's score, the better; the neighbourhood the best it read.
+    assert rows["Sarah Chen"]["score"] > rows["Sarah Chandler"]["score"]
+    assert result["created"]
+    assert result["score"] == rows["Sarah Chen" if way == "off" else "Sarah Chandler"]["score"]
+
+
 # -- explain and resolve agree -----------------------------------------------------
 
 FIRST = ["Alex", "Alexa", "Sarah", "Sara", "John", "Jane", "Maria", "Marie", "Wren", "Tigran"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import psycopg
+from psycopg.rows import dict_row
 import pytest
 
 from corrections_helpers import ER, call, entity_id, insert_fact, snapshot
@@ -325,9 +326,10 @@ def test_an_ambiguous_homonym_is_a_close_call_with_its_evidence_and_fix_calls(co
     assert "birth_date" in ev["why"]
     before = snapshot(conn, "maria")
     # The explain_mention call shows the decision again: the homonyms, not told apart.
-    rows = conn.execute(ev["explain"].rstrip(";")).fetchall()
-    assert {str(r[0]) for r in rows} >= {homonyms["1961-05-03"], homonyms["1985-01-01"]}
-    assert "ambiguous" in {r[-3] for r in rows} and "homonyms" in {r[-1] for r in rows}
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(ev["explain"].rstrip(";")).fetchall()
+    assert {str(r["candidate_id"]) for r in rows} >= {homonyms["1961-05-03"], homonyms["1985-01-01"]}
+    assert "ambiguous" in {r["decision"] for r in rows} and "homonyms" in {r["lever"] for r in rows}
     assert run(conn, ev["reresolve"])["dry_run"] is True
     if ev["placed"]["holds_other_mentions"]:
         # Placed on a homonym that holds other mentions: split the fact off, then merge the split into the other.

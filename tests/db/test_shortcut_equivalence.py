@@ -110,6 +110,12 @@ def expected(rows):
     return None, (max(scores) if scores else None)
 
 
+def read_best(rows):
+    """The best score among the candidates explain says resolution reads (considered): a new entity's."""
+    scores = [r["score"] for r in rows if r["score"] is not None and r["considered"]]
+    return max(scores) if scores else None
+
+
 def observe(rows, seen: Counter, probe: float = PROBE) -> None:
     """Count what the shortcuts had to get right on this mention."""
     probed = [r for r in rows if r["decision"] != "label_row" and round(r["trigram_similarity"], 6) >= probe]
@@ -140,7 +146,12 @@ def check_one_by_one(conn, bank_id, mentions, seen, way):
                 (bank_id, text, list(nearby), when)).fetchone()
         where = f"{text!r} next to {nearby!r}"
         seen["best_unread"] += score != best
+        # (Where an identical name settles a mention, resolution reads only those: its other rows are
+        # unread in every way, and no entity is created.)
+        seen["rows_unread"] += created and sum(r["score"] is not None and not r["considered"] for r in rows)
         assert same_best(score, best, created, way), (where, [(r["canonical_name"], r["score"], r["decision"], r["lever"]) for r in rows])
+        # explain says which candidates resolution read: a new entity records the best of those, in every way.
+        assert not created or score == read_best(rows), where
         if pick is not None:
             matched += 1
             assert (entity_id, created) == (pick, False), where
@@ -210,6 +221,8 @@ def test_resolve_decides_as_explain_on_a_random_stream(conn, bench_bank, profile
     assert seen["identical_then_scored"] >= 10
     # The neighbourhood left out candidates that explain scores (a new entity records a lower best).
     assert (seen["best_unread"] > 20) == (probe_way == "neighbourhood" and profile == "enhanced")
+    # ... and explain says so: scored candidates it did not read for a new entity, in that way only.
+    assert (seen["rows_unread"] > 20) == (probe_way == "neighbourhood" and profile == "enhanced")
 
 
 @pytest.mark.parametrize("profile", PROFILES)
