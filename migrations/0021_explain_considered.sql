@@ -7,7 +7,10 @@
 --   (the whole bank's probe, a small bank read whole, or the mention's
 --   neighbourhood). A new entity records the best score of those, which
 --   may be lower than the best of every row explain shows. A function's
---   result type cannot be replaced: the old one goes, and sql/030_resolve.sql
---   creates the new one.
+--   result type cannot be replaced: the old one goes, with its PL/Python
+--   function and, on Citus, its node-side function, and sql/030_resolve.sql
+--   creates the new ones.
 
 DROP FUNCTION IF EXISTS {{ schema }}.explain_mention(text, text, text[], timestamptz, text, jsonb);
+DROP FUNCTION IF EXISTS {{ internal }}.explain_mention_py(text, text, text[], timestamptz, text, jsonb);
+DROP FUNCTION IF EXISTS {{ internal }}.explain_mention_impl(text, text, text[], timestamptz, text, jsonb);

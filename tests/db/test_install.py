@@ -212,6 +212,34 @@ def test_upgrade_one_version_at_a_time_matches_a_fresh_install(new_db):
     assert catalog_snapshot(old, "entity_resolver") == catalog_snapshot(fresh, "entity_resolver")
 
 
+# explain_mention's result type before migration 0021 (no considered column).
+_EXPLAIN_BEFORE_0021 = """
+CREATE FUNCTION {schema}.{name}(bank_id text, mention text, nearby text[] DEFAULT '{{}}',
+                               event_date timestamptz DEFAULT now(), mention_type text DEFAULT NULL,
+                               attributes jsonb DEFAULT NULL)
+RETURNS TABLE (candidate_id uuid, canonical_name text, trigram_similarity float8, tokens_compatible boolean,
+               name_similarity float8, cooccurrence float8, recency float8, score float8, decision text,
+               matched_form text, lever text)
+LANGUAGE sql AS 'SELECT NULL::uuid, NULL, NULL::float8, NULL::boolean, NULL::float8, NULL::float8,
+                        NULL::float8, NULL::float8, NULL, NULL, NULL WHERE false'
+"""
+
+
+def test_an_installation_whose_explain_mention_lacks_considered_upgrades(new_db):
+    # The functions as an installation of migration 0020 holds them (the API's and its PL/Python
+    # function, with the old result type), which CREATE OR REPLACE cannot change: 0021 drops them.
+    old = new_db()
+    install(old, upto=20)
+    for schema, name in (("entity_resolver", "explain_mention"), ("entity_resolver_internal", "explain_mention_py")):
+        old.execute(_EXPLAIN_BEFORE_0021.format(schema=schema, name=name))
+
+    report = install(old)
+
+    assert report.applied_migrations == [21]
+    assert "considered" in [c.name for c in old.execute(
+        "SELECT * FROM entity_resolver.explain_mention('b', 'Alex') LIMIT 0").description]
+
+
 def test_install_into_a_schema_name_that_needs_quoting(empty_db):
     conn = empty_db()
     install(conn, schema="Memory Layer")
