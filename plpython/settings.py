@@ -55,6 +55,10 @@ DEFAULTS = {
     # writer cannot take the bank's exclusive lock at its commit while other
     # writers hold it shared.
     "auto_reresolve": False,
+    # reresolve also decides again, as a whole, an entity the resolver made of
+    # one name: it is left out, its mentions are decided again, and where all
+    # of them go to one other entity they move there (sql/058_reresolve.sql).
+    "reresolve_entities": False,
     # "reference": the reference design's decisions, bit for bit.
     # "enhanced": the levers below, each of which can be switched off
     # (docs/accuracy.md); they do nothing under "reference".
@@ -107,6 +111,7 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "max_nearby_per_mention": ("int", 0, 100000, True),
     "allow_undeclared_labels": ("bool", 0, 0, True),
     "auto_reresolve": ("bool", 0, 0, True),
+    "reresolve_entities": ("bool", 0, 0, True),
     "profile": ("enum", 0, 0, True),
     **{name: ("bool", 0, 0, True) for name in LEVERS},
     "name_variants_add": ("pairs", 0, MAX_NAME_DATA, True),

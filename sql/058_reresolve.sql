@@ -24,8 +24,9 @@
 --   3. move each mention whose entity changed (_reresolve_move), unless it is
 --      a fixed point; the facts after it see the move.
 -- Fixed points. Re-resolution never undoes an operator's merge, split, rename
--- or alias: it moves mentions and nothing else (no entity is merged, renamed,
--- given or stripped of an alias), and it does not decide again a mention an
+-- or alias: it moves mentions and nothing else (no entity is renamed, given
+-- or stripped of an alias; one is merged only as all its mentions moved, by
+-- the bank setting reresolve_entities, below), and it does not decide again a mention an
 -- operator placed (decision operator: merge, split), one resolved through an
 -- alias (an operator's name, or a merged entity's), a literal or a label
 -- (exact by rule). A move between two entities judged distinct is not made:
@@ -420,6 +421,132 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_move(text, uuid, jsonb) IS
 'Internal (reresolve): move mentions of one fact to the entities decided now: provenance, links, recount; an entity '
 'left with nothing (not curated, not judged) is removed. Returns the removed ids.';
 
+-- Whole entities (the bank setting reresolve_entities, issue 32). A fact
+-- decided again still finds the entity it made: "Bob Smith", created before
+-- the bank knew Robert Smith, holds its three facts, and each of them, left
+-- out in turn, meets the other two by an identical name. So after the facts,
+-- such an entity is left out whole (deleted, in a subtransaction rolled
+-- back) and its mentions decided again in their facts' order; where every
+-- one goes to one existing entity, they all move there and the entity goes
+-- (a merge made of moves, undone as the plan's other moves are). Which
+-- entities: made of one name by the resolver alone (two or more mentions,
+-- each the resolver's decision, each spelling that name, none with
+-- attributes), with no alias or judgement, and the only entity of its name
+-- (homonyms were made apart on purpose: left out, the other would take
+-- their mentions by the identical name). An entity with a mention this plan
+-- already moved is left as it is (a mention moves once per plan). Smaller
+-- entities first, then the newest: the smaller moves into the larger, and of
+-- two as large the one the bank knew first stays (its name with it).
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_whole(bank_id text, entity_id uuid)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT EXISTS (
+        SELECT 1
+        FROM entities AS e
+        WHERE
+            e.bank_id = _reresolve_whole.bank_id AND e.id = _reresolve_whole.entity_id
+            AND e.entity_kind = 'regular' AND e.homonym IS NULL
+            AND NOT EXISTS (
+                SELECT 1 FROM entity_aliases AS a WHERE a.bank_id = e.bank_id AND a.entity_id = e.id
+            )
+            AND NOT EXISTS (
+                SELECT 1 FROM entity_judgements AS j
+                WHERE j.bank_id = e.bank_id AND (j.entity_a = e.id OR j.entity_b = e.id)
+            )
+            AND NOT EXISTS (
+                SELECT 1 FROM entities AS x
+                WHERE x.bank_id = e.bank_id AND folded(x.canonical_name) = folded(e.canonical_name) AND x.id <> e.id
+            )
+            AND (
+                SELECT count(*) >= 2 AND bool_and(
+                    _redecidable(m.decision) AND m.attributes IS NULL
+                    AND folded(m.mention) = folded(e.canonical_name)
+                )
+                FROM mentions AS m
+                WHERE m.bank_id = e.bank_id AND m.entity_id = e.id
+            )
+    )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_whole(text, uuid) IS
+'Internal (reresolve, reresolve_entities): whether an entity is decided again as a whole: made of its one name by '
+'the resolver alone (two or more mentions, no attributes), without alias, judgement or another entity of its name.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_entity_decide(bank_id text, entity_id uuid, plan_id text)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_entity_decide.bank_id;
+    own record;
+    now_is record;
+    target uuid;
+    decided jsonb := '[]';
+    owned jsonb;
+    result jsonb;
+BEGIN
+    -- The entity's mentions decided again without it (deleted with what
+    -- holds it, in a subtransaction rolled back), in their facts' order,
+    -- until one would become a new entity or go elsewhere than the first:
+    -- {to, name, mentions: [{unit_id, fact_id, ordinal, mention, decision,
+    -- score}]} when all go to one entity, NULL otherwise.
+    BEGIN
+        owned := (
+            SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'unit_id', m.unit_id, 'fact_id', f.fact_id, 'ordinal', m.ordinal, 'mention', m.mention
+            ) ORDER BY f.event_date, f.created_at, f.stored_order, f.id, m.ordinal), '[]')
+            FROM mentions AS m
+            INNER JOIN facts AS f ON m.bank_id = f.bank_id AND m.unit_id = f.id
+            WHERE m.bank_id = b AND m.entity_id = _reresolve_entity_decide.entity_id
+        );
+        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = _reresolve_entity_decide.entity_id;
+        result := NULL;
+        FOR own IN
+            SELECT (x ->> 'unit_id')::uuid AS unit_id, x ->> 'fact_id' AS fact_id, (x ->> 'ordinal')::integer AS ordinal,
+                x ->> 'mention' AS mention
+            FROM jsonb_array_elements(owned) WITH ORDINALITY AS t (x, i)
+            ORDER BY t.i
+        LOOP
+            SELECT * INTO now_is
+            FROM _reresolve_fact(b, own.unit_id, _reresolve_entity_decide.plan_id, FALSE) AS d
+            WHERE d.ordinal = own.ordinal;
+            IF NOT FOUND OR now_is.created OR now_is.entity_id IS NULL
+                OR (target IS NOT NULL AND now_is.entity_id <> target) THEN
+                target := NULL;
+                EXIT;
+            END IF;
+            target := now_is.entity_id;
+            result := jsonb_build_object('to', target, 'name', now_is.canonical_name);
+            decided := decided || jsonb_build_object(
+                'unit_id', own.unit_id, 'fact_id', own.fact_id, 'ordinal', own.ordinal, 'mention', own.mention,
+                'decision', now_is.decision, 'score', now_is.score
+            );
+        END LOOP;
+        IF target IS NOT NULL THEN
+            result := result || jsonb_build_object('mentions', decided);
+        ELSE
+            result := NULL;
+        END IF;
+        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the entity left out is put back';
+    EXCEPTION
+        WHEN SQLSTATE 'ER900' THEN
+            NULL;
+    END;
+    RETURN result;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_entity_decide(text, uuid, text) IS
+'Internal (reresolve, reresolve_entities): an entity''s mentions decided again without it (in a subtransaction '
+'rolled back): {to, name, mentions} when every one goes to one other entity, else NULL.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_plan(
     bank_id text, entity_ids uuid[], since timestamptz, take_lock boolean, unit_ids uuid[]
 )
@@ -445,6 +572,8 @@ DECLARE
     n_fixed bigint := 0;
     unrecorded uuid[];
     plan_id text := gen_random_uuid()::text;
+    whole record;
+    to_whole jsonb;
 BEGIN
     -- Every move, made in a subtransaction rolled back at the end: each fact
     -- is decided against the bank with the moves before it made.
@@ -542,6 +671,58 @@ BEGIN
                 removed := removed || _reresolve_move(b, u, unit_moves);
             END IF;
         END LOOP;
+        -- Then whole entities, where the bank asks for it (_reresolve_whole):
+        -- of the plan's scope, not judged, not touched by a move of this plan.
+        IF coalesce((_effective_settings(b) ->> 'reresolve_entities')::boolean, FALSE) THEN
+            FOR whole IN
+                SELECT e.id, e.canonical_name
+                FROM entities AS e
+                WHERE
+                    e.bank_id = b
+                    AND (ids IS NULL OR e.id = ANY(ids))
+                    AND EXISTS (SELECT 1 FROM mentions AS p WHERE p.bank_id = b AND p.entity_id = e.id AND p.unit_id = ANY(units))
+                ORDER BY e.mention_count, e.first_seen DESC, e.id
+            LOOP
+                CONTINUE WHEN NOT _reresolve_whole(b, whole.id) OR EXISTS (
+                    SELECT 1 FROM jsonb_array_elements(moves) AS mv
+                    WHERE (mv -> 'to' ->> 'entity_id')::uuid = whole.id OR (mv -> 'from' ->> 'entity_id')::uuid = whole.id
+                );
+                to_whole := _reresolve_entity_decide(b, whole.id, plan_id);
+                CONTINUE WHEN to_whole IS NULL;
+                FOR u IN
+                    SELECT (x ->> 'unit_id')::uuid FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
+                    GROUP BY (x ->> 'unit_id')::uuid ORDER BY min(t.i)
+                LOOP
+                    unit_moves := (
+                        SELECT jsonb_agg(jsonb_build_object(
+                            'ordinal', x -> 'ordinal', 'to', to_whole -> 'to', 'decision', x -> 'decision',
+                            'score', x -> 'score') ORDER BY t.i)
+                        FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
+                        WHERE (x ->> 'unit_id')::uuid = u
+                    );
+                    moves := moves || (
+                        SELECT jsonb_agg(jsonb_build_object(
+                            'unit_id', u, 'fact_id', x -> 'fact_id', 'ordinal', x -> 'ordinal', 'mention', x -> 'mention',
+                            'from', jsonb_build_object('entity_id', whole.id, 'name', whole.canonical_name),
+                            'to', jsonb_build_object('entity_id', to_whole -> 'to', 'name', to_whole -> 'name'),
+                            'old_decision', was.decision, 'new_decision', x -> 'decision',
+                            'old_score', was.score, 'new_score', x -> 'score',
+                            'why', format('decided again with %s left out, as every mention of it: %s %s (score %s), '
+                                || 'was %s %s (score %s)',
+                                quote_literal(whole.canonical_name), x ->> 'decision', quote_literal(to_whole ->> 'name'),
+                                coalesce(round((x ->> 'score')::numeric, 3)::text, 'none'),
+                                was.decision, quote_literal(whole.canonical_name),
+                                coalesce(round(was.score::numeric, 3)::text, 'none'))
+                        ) ORDER BY t.i)
+                        FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
+                        INNER JOIN mentions AS was
+                            ON was.bank_id = b AND was.unit_id = u AND was.ordinal = (x ->> 'ordinal')::integer
+                        WHERE (x ->> 'unit_id')::uuid = u
+                    );
+                    removed := removed || _reresolve_move(b, u, unit_moves);
+                END LOOP;
+            END LOOP;
+        END IF;
         RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the plan is rolled back';
     EXCEPTION
         WHEN SQLSTATE 'ER900' THEN
@@ -582,9 +763,9 @@ DECLARE
     plan jsonb;
     touched uuid[];
     units uuid[];
-    u uuid;
     image jsonb;
     op_id bigint;
+    run record;
 BEGIN
     plan := jsonb_build_object(
         'kind', 'reresolve',
@@ -625,19 +806,26 @@ BEGIN
 
     -- The plan's moves again, fact by fact in its order: the same bank (we
     -- hold its lock), the same moves, the same result.
-    FOR u IN
-        SELECT (mv ->> 'unit_id')::uuid FROM jsonb_array_elements(plan -> 'moves') WITH ORDINALITY AS x (mv, i)
-        GROUP BY (mv ->> 'unit_id')::uuid
-        ORDER BY min(x.i)
-    LOOP
-        PERFORM _reresolve_move(b, u, (
-            SELECT jsonb_agg(jsonb_build_object(
-                'ordinal', mv -> 'ordinal', 'to', mv -> 'to' -> 'entity_id', 'decision', mv -> 'new_decision',
-                'score', mv -> 'new_score'
-            ) ORDER BY x.i)
+    -- (A run of one fact's consecutive moves is one call, as the plan made
+    -- it: a fact's moves come together, but a fact may move again later, in
+    -- the plan's whole entities.)
+    FOR run IN
+        WITH numbered AS (
+            SELECT x.mv, x.i, x.i - row_number() OVER (PARTITION BY x.mv ->> 'unit_id' ORDER BY x.i) AS run
             FROM jsonb_array_elements(plan -> 'moves') WITH ORDINALITY AS x (mv, i)
-            WHERE (mv ->> 'unit_id')::uuid = u
-        ));
+        )
+
+        SELECT
+            (min(n.mv ->> 'unit_id'))::uuid AS unit_id,
+            jsonb_agg(jsonb_build_object(
+                'ordinal', n.mv -> 'ordinal', 'to', n.mv -> 'to' -> 'entity_id', 'decision', n.mv -> 'new_decision',
+                'score', n.mv -> 'new_score'
+            ) ORDER BY n.i) AS moves
+        FROM numbered AS n
+        GROUP BY n.mv ->> 'unit_id', n.run
+        ORDER BY min(n.i)
+    LOOP
+        PERFORM _reresolve_move(b, run.unit_id, run.moves);
     END LOOP;
     RETURN plan || jsonb_build_object('dry_run', FALSE, 'operation_id', op_id);
 END;
@@ -690,8 +878,10 @@ COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, t
 'Operator correction: decide the bank''s stored facts again against the bank as it now stands (all of them, those '
 'mentioning entity_ids, or those dated since), in order (event_date, then as stored), and move the mentions whose '
 'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
-'entities judged distinct; no entity is created, merged or renamed. dry_run (the default) returns the moves '
-'without writing; applied, one transaction, ledgered (undo_operation).';
+'entities judged distinct; no entity is created or renamed. With the bank setting reresolve_entities, an entity '
+'the resolver made of one name is then decided again whole: where all its mentions go to one other entity, they '
+'move there. dry_run (the default) returns the moves without writing; applied, one transaction, ledgered '
+'(undo_operation).';
 
 -- auto_reresolve: a bank with the setting on queues each unit it writes
 -- (plpython/record.py); reresolve_queued, run on a schedule as flush_stats

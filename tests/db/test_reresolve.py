@@ -186,6 +186,55 @@ def test_the_client_and_the_cli_reresolve(conn, early):
     assert mention_entity(conn, early["f1"]) == ("Alex Kim", "resolved")
 
 
+# -- whole entities (the bank setting reresolve_entities) ---------------------------------
+
+@pytest.fixture
+def nickname(conn):
+    """Robert Smith is known at Acme; "Bob Smith" at Globex, twice in January, is a new entity (a nickname
+    without context in common). In March Robert Smith is at Globex twice. Each January fact, decided again,
+    still meets the other's "Bob Smith" by the identical name."""
+    units = [insert_fact(conn, "nick", mentions, when) for mentions, when in [
+        (["Robert Smith", "Acme"], "2026-01-01T09:00:00Z"), (["Bob Smith", "Globex"], "2026-01-02T09:00:00Z"),
+        (["Bob Smith", "Globex"], "2026-01-03T09:00:00Z"), (["Robert Smith", "Globex"], "2026-03-01T09:00:00Z"),
+        (["Robert Smith", "Globex"], "2026-03-02T09:00:00Z")]]
+    assert mention_of(conn, "nick", units[1]) == ("Bob Smith", "created")
+    return {"units": units, "bob": entity_id(conn, "nick", "Bob Smith"),
+            "robert": entity_id(conn, "nick", "Robert Smith")}
+
+
+def whole_entities(conn, bank, on=True):
+    call(conn, "configure_bank", bank, json.dumps({"reresolve_entities": on}))
+
+
+def test_an_entity_of_a_nickname_moves_whole_to_the_full_name_where_the_bank_asks(conn, nickname):
+    assert call(conn, "reresolve", "nick")["moves"] == []
+    whole_entities(conn, "nick")
+    before = snapshot(conn, "nick")
+
+    plan = call(conn, "reresolve", "nick", dry_run=False)
+
+    assert [(m["unit_id"], m["from"]["name"], m["to"]["name"], m["new_decision"]) for m in plan["moves"]] == [
+        (u, "Bob Smith", "Robert Smith", "resolved") for u in nickname["units"][1:3]]
+    assert "with 'Bob Smith' left out, as every mention of it" in plan["moves"][0]["why"]
+    assert plan["entities_removed"] == [nickname["bob"]]
+    assert [mention_of(conn, "nick", u) for u in nickname["units"][1:3]] == [("Robert Smith", "resolved")] * 2
+    assert differences(conn, "nick")["differences"] == 0
+    call(conn, "undo_operation", "nick", plan["operation_id"])
+    assert snapshot(conn, "nick") == before
+
+
+def test_a_judgement_keeps_a_whole_entity_where_it_is(conn, nickname):
+    whole_entities(conn, "nick")
+    call(conn, "mark_distinct", "nick", nickname["bob"], nickname["robert"], reason="the plumber")
+    assert call(conn, "reresolve", "nick", dry_run=False)["moves"] == []
+
+
+def test_an_entity_named_by_an_alias_is_not_moved_whole(conn, nickname):
+    whole_entities(conn, "nick")
+    call(conn, "add_alias", "nick", nickname["bob"], "Bobby S.")
+    assert call(conn, "reresolve", "nick")["moves"] == []
+
+
 # -- any bank ---------------------------------------------------------------------------
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
@@ -194,15 +243,20 @@ FACTS = st.lists(st.tuples(st.integers(0, 90), st.lists(st.sampled_from(POOL), m
                  min_size=2, max_size=8)
 
 
-@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, derandomize=False, print_blob=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(facts=FACTS)
-def test_on_any_bank_the_dry_run_is_the_apply_and_undo_restores_it(conn, facts):
+# Nicknames and their full names, often apart at first and sharing a partner later: whole entities move.
+NICKNAMES = st.lists(st.tuples(st.integers(0, 90), st.lists(
+    st.sampled_from(["Bob Smith", "Robert Smith", "Bobby Smith", "Acme", "Globex", "Alex", "Alex Kim"]),
+    min_size=1, max_size=3, unique=True)), min_size=3, max_size=12)
+
+
+def dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole):
     bank = f"any-{uuid.uuid4().hex[:8]}"
     for days, mentions in facts:
         conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
                      " VALUES (%s, %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
                      (bank, json.dumps(mentions), days))
+    # Whole entities decided again too, or not (the bank setting reresolve_entities).
+    whole_entities(conn, bank, whole)
     before = snapshot(conn, bank)
     dry = call(conn, "reresolve", bank)
     assert snapshot(conn, bank) == before
@@ -213,6 +267,21 @@ def test_on_any_bank_the_dry_run_is_the_apply_and_undo_restores_it(conn, facts):
     if applied["operation_id"] is None:
         event("nothing moved")
         return
-    event("moved")
+    event("moved" + (" a whole entity" if any("left out, as every mention" in m["why"]
+                                               for m in applied["moves"]) else ""))
     call(conn, "undo_operation", bank, applied["operation_id"])
     assert snapshot(conn, bank) == before
+
+
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, derandomize=False, print_blob=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(facts=FACTS, whole=st.booleans())
+def test_on_any_bank_the_dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole):
+    dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole)
+
+
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, derandomize=False, print_blob=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(facts=NICKNAMES)
+def test_on_any_bank_of_nicknames_whole_entities_move_as_the_dry_run_says_and_undo_restores_them(conn, facts):
+    dry_run_is_the_apply_and_undo_restores_it(conn, facts, True)
