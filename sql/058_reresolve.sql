@@ -574,6 +574,7 @@ DECLARE
     plan_id text := gen_random_uuid()::text;
     whole record;
     to_whole jsonb;
+    moved_ids uuid[];
 BEGIN
     -- Every move, made in a subtransaction rolled back at the end: each fact
     -- is decided against the bank with the moves before it made.
@@ -674,6 +675,11 @@ BEGIN
         -- Then whole entities, where the bank asks for it (_reresolve_whole):
         -- of the plan's scope, not judged, not touched by a move of this plan.
         IF coalesce((_effective_settings(b) ->> 'reresolve_entities')::boolean, FALSE) THEN
+            moved_ids := ARRAY(
+                SELECT (mv -> 'from' ->> 'entity_id')::uuid FROM jsonb_array_elements(moves) AS mv
+                UNION
+                SELECT (mv -> 'to' ->> 'entity_id')::uuid FROM jsonb_array_elements(moves) AS mv
+            );
             FOR whole IN
                 SELECT e.id, e.canonical_name
                 FROM entities AS e
@@ -683,12 +689,10 @@ BEGIN
                     AND EXISTS (SELECT 1 FROM mentions AS p WHERE p.bank_id = b AND p.entity_id = e.id AND p.unit_id = ANY(units))
                 ORDER BY e.mention_count, e.first_seen DESC, e.id
             LOOP
-                CONTINUE WHEN NOT _reresolve_whole(b, whole.id) OR EXISTS (
-                    SELECT 1 FROM jsonb_array_elements(moves) AS mv
-                    WHERE (mv -> 'to' ->> 'entity_id')::uuid = whole.id OR (mv -> 'from' ->> 'entity_id')::uuid = whole.id
-                );
+                CONTINUE WHEN whole.id = ANY(moved_ids) OR NOT _reresolve_whole(b, whole.id);
                 to_whole := _reresolve_entity_decide(b, whole.id, plan_id);
                 CONTINUE WHEN to_whole IS NULL;
+                moved_ids := moved_ids || whole.id || (to_whole ->> 'to')::uuid;
                 FOR u IN
                     SELECT (x ->> 'unit_id')::uuid FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
                     GROUP BY (x ->> 'unit_id')::uuid ORDER BY min(t.i)
