@@ -219,6 +219,14 @@ def measure_reresolve(dsn: str, size: int = 10_000, facts: int = 10_000, chunk: 
                              "mentions_moved": before["mentions_moved"]}
             out["speedup"] = round(before_seconds / seconds, 2)
             out["plans_equal"] = before == plan
+            say("reresolve: the same dry run deciding whole entities again too (reresolve_entities)")
+            conn.execute("SELECT configure_bank(%s, '{\"reresolve_entities\": true}')", (bank.bank_id,))
+            whole, whole_seconds = _dry_run(conn, bank.bank_id, False)
+            conn.execute("SELECT configure_bank(%s, '{\"reresolve_entities\": false}')", (bank.bank_id,))
+            out["whole_entities"] = {
+                "seconds": round(whole_seconds, 1), "mentions_moved": whole["mentions_moved"],
+                "entities_moved": len({m["from"]["entity_id"] for m in whole["moves"] if "left out, as" in m["why"]}),
+                "ratio": round(whole_seconds / seconds, 2)}
             say(f"reresolve: {out['seconds']} s, before {out['before']['seconds']} s, plans equal: "
                 f"{out['plans_equal']}")
             say("reresolve: where the time goes (a sample of facts)")
@@ -260,6 +268,10 @@ def markdown(r: Dict[str, Any]) -> str:
         f"{r['before']['seconds']} s ({r['before']['ms_per_fact']} ms/fact), {r['speedup']}x the time; the "
         f"plans equal: {r['plans_equal']}.",
         "",
+        *([f"With the bank setting `reresolve_entities` (whole entities decided again after the facts), the same "
+           f"dry run: {r['whole_entities']['seconds']} s ({r['whole_entities']['ratio']}x), "
+           f"{r['whole_entities']['mentions_moved']:,} mentions moved, {r['whole_entities']['entities_moved']:,} "
+           f"of them with a whole entity.", ""] if r.get("whole_entities") else []),
         f"Per fact, on {r['sample']} of them (rolled back): the resolver's decision alone (`_reresolve_fact`) "
         f"{r['decide_ms_per_fact']} ms; with the fact left out first (`_reresolve_decide`: its provenance and "
         f"links deleted, the numbers a decision reads changed, in a subtransaction) "
