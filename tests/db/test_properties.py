@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 
 from entity_resolver.install import install
 from shared import SCHEMA as ER
+from settings import DEFAULTS as SETTING_DEFAULTS
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
 PROPERTY = settings(
@@ -96,13 +97,8 @@ ELEMENT = st.one_of(
     JSON,
 )
 MENTIONS = st.one_of(st.lists(ELEMENT, max_size=6), JSON)
-SETTINGS_KEYS = ["name_weight", "cooccurrence_weight", "recency_weight", "threshold", "recency_window_days",
-                 "merge_min_similarity", "candidate_similarity", "max_candidates", "intrabatch_similarity",
-                 "intrabatch_max_names", "expansion_per_entity_limit", "max_mentions_per_call",
-                 "max_mentions_per_fact", "max_nearby_per_mention", "allow_undeclared_labels", "auto_reresolve",
-                 "profile", "bare_names", "name_variants", "org_suffixes", "typed_mentions", "context_by_entity",
-                 "alias_memory", "misspellings", "name_variants_add", "name_variants_remove", "org_suffixes_add",
-                 "org_suffixes_remove", "attribute_kinds"]
+# Every setting a bank has, as the resolver defines them (plpython/settings.py).
+SETTINGS_KEYS = list(SETTING_DEFAULTS)
 SETTINGS = st.one_of(
     st.dictionaries(st.one_of(st.sampled_from(SETTINGS_KEYS), SHORT_TEXT), st.one_of(NUMBER, JSON), max_size=4),
     JSON,
