@@ -110,8 +110,8 @@ def _reresolve(conn: psycopg.Connection, banks: Dict[str, str], whole_entities: 
 
 
 def _replay(conn: psycopg.Connection, stream: Path, banks_file: Optional[Path],
-            golds: Dict[Key, Tuple[str, str, int]], whole_entities: bool = False) -> Tuple[Dict[str, Any], Dict[Key, Tuple[str, str]],
-                                                             Dict[Key, Tuple[str, str]]]:
+            golds: Dict[Key, Tuple[str, str, int]], whole_entities: bool = False
+            ) -> Tuple[Dict[str, Any], Dict[Key, Tuple[str, str]], Dict[Key, Tuple[str, str]]]:
     """One order: replay (kept), score, reresolve, score again; the banks are deleted."""
     res = evaluate.run_eval(conn, stream, SCHEMA, banks_file=banks_file, keep=True)
     banks = res["eval_banks"]

@@ -26,10 +26,10 @@
 -- Fixed points. Re-resolution never undoes an operator's merge, split, rename
 -- or alias: it moves mentions and nothing else (no entity is renamed, given
 -- or stripped of an alias; one is merged only as all its mentions moved, by
--- the bank setting reresolve_entities, below), and it does not decide again a mention an
--- operator placed (decision operator: merge, split), one resolved through an
--- alias (an operator's name, or a merged entity's), a literal or a label
--- (exact by rule). A move between two entities judged distinct is not made:
+-- the bank setting reresolve_entities, below), and it does not decide again
+-- a mention an operator placed (decision operator: merge, split), one
+-- resolved through an alias (an operator's name, or a merged entity's), a
+-- literal or a label (exact by rule). A move between two entities judged distinct is not made:
 -- the operator said they are different things. A mention that would now make
 -- a new entity stays where it is (splitting is the operator's call). Units
 -- that are not facts (retain, resolve calls) are not decided again: their
@@ -575,6 +575,7 @@ DECLARE
     whole record;
     to_whole jsonb;
     moved_ids uuid[];
+    reported jsonb;
 BEGIN
     -- Every move, made in a subtransaction rolled back at the end: each fact
     -- is decided against the bank with the moves before it made.
@@ -697,15 +698,12 @@ BEGIN
                     SELECT (x ->> 'unit_id')::uuid FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
                     GROUP BY (x ->> 'unit_id')::uuid ORDER BY min(t.i)
                 LOOP
-                    unit_moves := (
-                        SELECT jsonb_agg(jsonb_build_object(
+                    -- What the move does, and what the plan reports of it, from one read.
+                    SELECT
+                        jsonb_agg(jsonb_build_object(
                             'ordinal', x -> 'ordinal', 'to', to_whole -> 'to', 'decision', x -> 'decision',
-                            'score', x -> 'score') ORDER BY t.i)
-                        FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
-                        WHERE (x ->> 'unit_id')::uuid = u
-                    );
-                    moves := moves || (
-                        SELECT jsonb_agg(jsonb_build_object(
+                            'score', x -> 'score') ORDER BY t.i),
+                        jsonb_agg(jsonb_build_object(
                             'unit_id', u, 'fact_id', x -> 'fact_id', 'ordinal', x -> 'ordinal', 'mention', x -> 'mention',
                             'from', jsonb_build_object('entity_id', whole.id, 'name', whole.canonical_name),
                             'to', jsonb_build_object('entity_id', to_whole -> 'to', 'name', to_whole -> 'name'),
@@ -718,11 +716,12 @@ BEGIN
                                 was.decision, quote_literal(whole.canonical_name),
                                 coalesce(round(was.score::numeric, 3)::text, 'none'))
                         ) ORDER BY t.i)
-                        FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
-                        INNER JOIN mentions AS was
-                            ON was.bank_id = b AND was.unit_id = u AND was.ordinal = (x ->> 'ordinal')::integer
-                        WHERE (x ->> 'unit_id')::uuid = u
-                    );
+                    INTO unit_moves, reported
+                    FROM jsonb_array_elements(to_whole -> 'mentions') WITH ORDINALITY AS t (x, i)
+                    INNER JOIN mentions AS was
+                        ON was.bank_id = b AND was.unit_id = u AND was.ordinal = (x ->> 'ordinal')::integer
+                    WHERE (x ->> 'unit_id')::uuid = u;
+                    moves := moves || reported;
                     removed := removed || _reresolve_move(b, u, unit_moves);
                 END LOOP;
             END LOOP;
