@@ -307,8 +307,8 @@ def _one_word_fits(ev: Evaluation, settings: Dict[str, Any]) -> None:
     ev.score = scoring.weighted(settings, 1.0, ev.cooccurrence, ev.recency)
 
 
-def exclusive_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Dict[int, float]:
-    """Each fitting candidate's co-occurrence over the nearby names only it is a partner of.
+def exclusive_partners(fitting: List[Evaluation]) -> Dict[int, Dict[str, int]]:
+    """Each fitting candidate's partners that no other fitting candidate has (name -> degree).
 
     A nearby name that several of the entities a name fits have been seen
     with ("the team", next to both Ana Silva and Ana Costa) cannot tell them
@@ -318,8 +318,31 @@ def exclusive_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Dic
     for ev in fitting:
         for n in ev.candidate.partners:
             seen[n] = seen.get(n, 0) + 1
-    return {id(ev): scoring.damped_share(context, {n: d for n, d in ev.candidate.partners.items() if seen[n] == 1})
-            for ev in fitting}
+    return {id(ev): {n: d for n, d in ev.candidate.partners.items() if seen[n] == 1} for ev in fitting}
+
+
+def exclusive_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Dict[int, float]:
+    """Each fitting candidate's co-occurrence over the nearby names only it is a partner of."""
+    return {k: scoring.damped_share(context, own) for k, own in exclusive_partners(fitting).items()}
+
+
+# Where the context only one full name has is too little to choose it
+# (under MIN_CONTEXT) because other nearby names dilute it, and not because
+# its partner is a hub: a nearby name only it has, which alone would be
+# enough (1/sqrt(degree) at least MIN_CONTEXT: seen with at most 16
+# entities). "Priya" next to Slack and Pricing page, which Priya Reyes alone
+# of the Priyas was seen with (13 times; 7 entities): the context leans to
+# her. "Ben" next to "the team", seen with 20 entities, leans nowhere.
+# reresolve does not let the bare entity take a mention off the entity the
+# context leans to (sql/058_reresolve.sql): on the corpora's recurring
+# family, without it, re-resolution moved bare names decided to their full
+# name onto the bare entity, wrong merges 4 -> 6 in order.
+def _leaning(full: List[Evaluation], context: FrozenSet[str]) -> Optional[str]:
+    """The one full name the context leans to, short of choosing it (see above), or None."""
+    strongest = {k: max((1.0 / math.sqrt(max(d, 1)) for n, d in own.items() if n in context), default=0.0)
+                 for k, own in exclusive_partners(full).items()}
+    leaning = [ev for ev in full if round(strongest[id(ev)], PRECISION) >= MIN_CONTEXT]
+    return leaning[0].candidate.id if len(leaning) == 1 else None
 
 
 def _by_context(fitting: List[Evaluation], context: FrozenSet[str], scored: List[Evaluation],
@@ -343,6 +366,9 @@ def _by_context(fitting: List[Evaluation], context: FrozenSet[str], scored: List
         if top >= MIN_CONTEXT and (len(ranked) == 1 or top > share[id(ranked[1])]):
             return ranked[0], True
     if exact:
+        # The bank's place for what nothing told apart (UNTOLD), and the full
+        # name the context leans to, if one (_leaning).
+        exact[0].detail, exact[0].leaning = UNTOLD, _leaning(full, context)
         return exact[0], True
     return _untold(fitting, scored, settings)
 

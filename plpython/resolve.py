@@ -97,6 +97,10 @@ class Outcome(NamedTuple):
     score: Optional[float]
     decision: str
     key: str = ""       # lower(canonical_name), for the call's state
+    # The bare entity, as nothing told apart the entities the name fits, and the one of them the context
+    # leaned to, too little to decide (decide._by_context): what reresolve does not let move a mention.
+    untold: bool = False
+    leaning: Optional[str] = None
 
 
 # -- limits --------------------------------------------------------------------------
@@ -330,7 +334,8 @@ def settle_fact(call: Call, fact_index: int, settled: Dict[int, Outcome], decide
     for i, (best, _) in decided.items():
         if best is not None:
             c = best.candidate
-            outcomes[i] = Outcome(c.id, candidates.name_of(c, view, state), False, best.score, RESOLVED, c.key)
+            outcomes[i] = Outcome(c.id, candidates.name_of(c, view, state), False, best.score, RESOLVED, c.key,
+                                  best.detail == decide.UNTOLD, best.leaning)
     unresolved = []
     for i in indexes:
         if i in outcomes or i in call.exact:

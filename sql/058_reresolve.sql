@@ -66,7 +66,9 @@ RETURNS TABLE (
     canonical_name text,
     created boolean,
     score float8,
-    decision text
+    decision text,
+    untold boolean,
+    leaning uuid
 )
 LANGUAGE plpython3u
 VOLATILE
@@ -83,7 +85,9 @@ RETURNS TABLE (
     canonical_name text,
     created boolean,
     score float8,
-    decision text
+    decision text,
+    untold boolean,
+    leaning uuid
 )
 LANGUAGE plpython3u
 VOLATILE
@@ -494,7 +498,8 @@ DECLARE
 BEGIN
     -- The entity's mentions decided again without it (deleted with what
     -- holds it, in a subtransaction rolled back), in their facts' order,
-    -- until one would become a new entity or go elsewhere than the first:
+    -- until one would become a new entity, go to the bare entity as nothing
+    -- told it apart (untold), or go elsewhere than the first:
     -- {to, name, mentions: [{unit_id, fact_id, ordinal, mention, decision,
     -- score}]} when all go to one entity, NULL otherwise.
     BEGIN
@@ -517,7 +522,7 @@ BEGIN
             SELECT * INTO now_is
             FROM _reresolve_fact(b, own.unit_id, _reresolve_entity_decide.plan_id, FALSE) AS d
             WHERE d.ordinal = own.ordinal;
-            IF NOT FOUND OR now_is.created OR now_is.entity_id IS NULL
+            IF NOT FOUND OR now_is.created OR now_is.entity_id IS NULL OR now_is.untold
                 OR (target IS NOT NULL AND now_is.entity_id <> target) THEN
                 target := NULL;
                 EXIT;
@@ -629,7 +634,8 @@ BEGIN
                 END IF;
                 SELECT * INTO now_is
                 FROM jsonb_to_recordset(decided -> 'decided') AS d (ordinal integer, entity_id uuid,
-                    canonical_name text, created boolean, score float8, decision text)
+                    canonical_name text, created boolean, score float8, decision text, untold boolean,
+                    leaning uuid)
                 WHERE d.ordinal = m.ordinal;
                 CONTINUE WHEN NOT FOUND OR now_is.entity_id = m.entity_id;
                 IF now_is.created THEN
@@ -641,6 +647,21 @@ BEGIN
                         'entity_id', m.entity_id, 'name', m.canonical_name,
                         'why', format('would now be a new entity (score %s): not moved; split_entity does that',
                             coalesce(round(now_is.score::numeric, 3)::text, 'none'))
+                    );
+                    CONTINUE;
+                END IF;
+                IF now_is.untold AND m.entity_id = now_is.leaning THEN
+                    -- The bare entity holds what nothing told apart: an
+                    -- abstention, which does not overturn the decision the
+                    -- mention had where the context still leans to it.
+                    kept := kept || jsonb_build_object(
+                        'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
+                        'entity_id', m.entity_id, 'name', m.canonical_name,
+                        'why', format(
+                            'would now go to %s, as nothing tells apart the entities %s fits; the context leans to %s: '
+                            || 'not moved',
+                            quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
+                        )
                     );
                     CONTINUE;
                 END IF;
@@ -881,10 +902,11 @@ COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, t
 'Operator correction: decide the bank''s stored facts again against the bank as it now stands (all of them, those '
 'mentioning entity_ids, or those dated since), in order (event_date, then as stored), and move the mentions whose '
 'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
-'entities judged distinct; no entity is created or renamed. With the bank setting reresolve_entities, an entity '
-'the resolver made of one name is then decided again whole: where all its mentions go to one other entity, they '
-'move there. dry_run (the default) returns the moves without writing; applied, one transaction, ledgered '
-'(undo_operation).';
+'entities judged distinct, nor takes a name to its bare entity only because nothing tells apart the entities it '
+'fits while the context leans to its own; no entity is created or renamed. With the bank setting '
+'reresolve_entities, an entity the resolver made of one name is then decided again whole: where all its mentions '
+'go to one other entity, they move there. dry_run (the default) returns the moves without writing; applied, one '
+'transaction, ledgered (undo_operation).';
 
 -- auto_reresolve: a bank with the setting on queues each unit it writes
 -- (plpython/record.py); reresolve_queued, run on a schedule as flush_stats

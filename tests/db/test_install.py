@@ -235,9 +235,34 @@ def test_an_installation_whose_explain_mention_lacks_considered_upgrades(new_db)
 
     report = install(old)
 
-    assert report.applied_migrations == [21]
+    assert report.applied_migrations == [21, 22]
     assert "considered" in [c.name for c in old.execute(
         "SELECT * FROM entity_resolver.explain_mention('b', 'Alex') LIMIT 0").description]
+
+
+# _reresolve_fact's result type before migration 0022 (no untold and leaning columns), both arities.
+_DECIDE_BEFORE_0022 = """
+CREATE FUNCTION entity_resolver_internal.{name}(bank_id text, unit_id uuid{more})
+RETURNS TABLE (ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8, decision text)
+LANGUAGE sql AS 'SELECT NULL::integer, NULL::uuid, NULL, NULL::boolean, NULL::float8, NULL WHERE false'
+"""
+
+
+def test_an_installation_whose_reresolve_decisions_lack_untold_upgrades(new_db):
+    # reresolve's decisions as an installation of migration 0021 holds them (each with its PL/Python
+    # function, the old result type), which CREATE OR REPLACE cannot change: 0022 drops them.
+    old = new_db()
+    install(old, upto=21)
+    for name in ("_reresolve_fact", "_reresolve_fact_py"):
+        for more in ("", ", plan_id text, keep boolean"):
+            old.execute(_DECIDE_BEFORE_0022.format(name=name, more=more))
+
+    report = install(old)
+
+    assert report.applied_migrations == [22]
+    assert [c.name for c in old.execute(
+        "SELECT * FROM entity_resolver_internal._reresolve_fact('b', gen_random_uuid()) LIMIT 0").description][-2:] \
+        == ["untold", "leaning"]
 
 
 def test_install_into_a_schema_name_that_needs_quoting(empty_db):

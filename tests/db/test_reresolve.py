@@ -186,6 +186,42 @@ def test_the_client_and_the_cli_reresolve(conn, early):
     assert mention_entity(conn, early["f1"]) == ("Alex Kim", "resolved")
 
 
+# -- an abstention does not overturn a decision ------------------------------------------
+
+def two_nadias(conn, context):
+    """In January a bare "Nadia" next to "the team" (and ``context``) is Nadia Lindqvist, the only Nadia
+    known. In March Nadia Whitfield joins the team, and in April a bare "Nadia" next to the team is
+    nobody the bank can tell: a new entity "Nadia", which holds what nothing tells apart."""
+    units = [insert_fact(conn, "nadia", mentions, when) for mentions, when in [
+        (["Nadia Lindqvist", "the team", "React"], "2026-01-01T09:00:00Z"),
+        (["Nadia", "the team"] + context, "2026-01-02T09:00:00Z"),
+        (["Nadia Whitfield", "the team"], "2026-03-01T09:00:00Z"), (["Nadia", "the team"], "2026-04-01T09:00:00Z")]]
+    assert mention_of(conn, "nadia", units[1]) == ("Nadia Lindqvist", "resolved")
+    assert mention_of(conn, "nadia", units[3]) == ("Nadia", "created")
+    return units[1]
+
+
+def test_the_bare_entity_does_not_take_a_mention_the_context_still_leans_to_its_entity(conn):
+    # Decided again, the January "Nadia" fits three entities. React, a partner of Nadia Lindqvist's only,
+    # is one of five nearby names: too little to choose her (decide.MIN_CONTEXT), so the bare entity would
+    # take it, as it takes what nothing tells apart. That is an abstention, and the context still leans
+    # to the decision made when Lindqvist was the only Nadia: the mention stays.
+    unit = two_nadias(conn, ["React", "lunch", "standup", "Q1 plan"])
+    plan = call(conn, "reresolve", "nadia")
+    assert plan["moves"] == []
+    [kept] = plan["kept"]
+    assert (kept["unit_id"], kept["mention"], kept["name"]) == (unit, "Nadia", "Nadia Lindqvist")
+    assert kept["why"] == ("would now go to 'Nadia', as nothing tells apart the entities 'Nadia' fits; the context"
+                           " leans to 'Nadia Lindqvist': not moved")
+
+
+def test_the_bare_entity_takes_a_mention_nothing_in_its_context_leans_for(conn):
+    # Next to "the team" only, a partner of every Nadia, nothing leans to Lindqvist any more.
+    unit = two_nadias(conn, [])
+    [move] = call(conn, "reresolve", "nadia")["moves"]
+    assert (move["unit_id"], move["from"]["name"], move["to"]["name"]) == (unit, "Nadia Lindqvist", "Nadia")
+
+
 # -- whole entities (the bank setting reresolve_entities) ---------------------------------
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.reresolve_speed import SQL_FORMER as FORMER   # the plan as it was made before
 from entity_resolver import evaluate
 
 from corrections_helpers import ER, call, differences, snapshot
@@ -27,20 +28,6 @@ CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
 LARGE = {"febrl1_sample", "febrl3_sample", "recurring", "typed_homographs", "org_suffixes", "nicknames_initials"}
 FAMILIES = [pytest.param(p.stem, marks=[pytest.mark.slow] if p.stem in LARGE else [])
             for p in sorted(CORPORA.glob("*.jsonl"))]
-
-
-# The plan as it was made before: every fact's entities recounted from the
-# record, and every fact's names probed (no memo of the plan's probes).
-FORMER = [
-    f"CREATE OR REPLACE FUNCTION {INTERNAL}._reresolve_unrecorded(bank_id text) RETURNS uuid[]"
-    " LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
-    f"CREATE OR REPLACE FUNCTION {INTERNAL}._reresolve_unrecorded(bank_id text, entity_ids uuid[]) RETURNS uuid[]"
-    " LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
-    f"CREATE OR REPLACE FUNCTION {INTERNAL}._reresolve_fact(bank_id text, unit_id uuid, plan_id text, keep boolean)"
-    " RETURNS TABLE (ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8,"
-    " decision text) LANGUAGE sql VOLATILE"
-    f" AS $$ SELECT * FROM {INTERNAL}._reresolve_fact(bank_id, unit_id) $$",
-]
 
 
 def recounted_plan(conn, bank, **args):

@@ -20,7 +20,7 @@ import names
 import words
 from callstate import CallState
 import scoring
-from decide import MIN_CONTEXT, MISSPELT_CONTEXT, MISSPELT_NAME, MISSPELT_SPECIFICITY, evaluate
+from decide import MIN_CONTEXT, MISSPELT_CONTEXT, MISSPELT_NAME, MISSPELT_SPECIFICITY, UNTOLD, evaluate
 from probe import Hit
 from scoring import (AMBIGUOUS, CHOSEN, NEEDS_CONTEXT, OUTSCORED, TYPE_MISMATCH, WORD_MISMATCH, Candidate)
 from screen import screen, settled_by_identical, stops_at_identical
@@ -229,6 +229,25 @@ def test_a_bare_entity_holds_a_bare_name_the_full_names_share_the_context_of():
     morgan = cand("alex morgan", 0.42, NOW, partners={"the team": 2})
     _, best = evaluate("alex", [bare, kim, morgan], ["the team"], NOW, ENHANCED, names=DATA)
     assert best.candidate is bare
+    # an abstention (sql/058_reresolve.sql), and no context leans to either full name
+    assert best.detail == UNTOLD and best.leaning is None
+
+
+def test_the_bare_entity_says_which_full_name_the_context_leans_to_short_of_deciding():
+    bare = cand("alex", 1.0, NOW - timedelta(days=30))
+    kim = cand("alex kim", 0.45, NOW, partners={"the team": 3, "react": 4})
+    morgan = cand("alex morgan", 0.42, NOW, partners={"the team": 3})
+    # react, Kim's alone, is one of three nearby names: 1/sqrt(4)/3 = 0.17, under MIN_CONTEXT
+    _, best = evaluate("alex", [bare, kim, morgan], ["the team", "react", "lunch"], NOW, ENHANCED, names=DATA)
+    assert best.candidate is bare and best.detail == UNTOLD and best.leaning == kim.id
+    # with react one of two, it is enough: Kim is chosen, not the bare entity
+    _, best = evaluate("alex", [bare, kim, morgan], ["the team", "react"], NOW, ENHANCED, names=DATA)
+    assert best.candidate is kim
+    # a hub only Kim has (seen with 20 entities: 1/sqrt(20) under MIN_CONTEXT) leans nowhere, alone or not
+    hub = dataclasses.replace(kim, partners={"the team": 3, "react": 20})
+    for nearby in (["react"], ["the team", "react", "lunch"]):
+        _, best = evaluate("alex", [bare, hub, morgan], nearby, NOW, ENHANCED, names=DATA)
+        assert best.candidate is bare and best.detail == UNTOLD and best.leaning is None
 
 
 def test_without_context_the_bare_entity_holds_the_bare_name():
@@ -238,7 +257,7 @@ def test_without_context_the_bare_entity_holds_the_bare_name():
     assert best.candidate is bare
     # ... and the graph still wins over the identical name
     _, best = evaluate("alex", [bare, kim], ["react"], NOW, dict(ENHANCED), names=DATA)
-    assert best.candidate is kim
+    assert best.candidate is kim and best.detail is None
 
 
 def test_a_namesake_outside_the_neighbourhood_does_not_make_a_bare_name_ambiguous():
