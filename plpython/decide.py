@@ -115,6 +115,10 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
         best = best_evaluation(scored)
         if _told_by_context(fitting[0]) and not passes_threshold(best.score, settings["threshold"]):
             return fitting[0], True
+    told = _initial_told(scored, context) if lever(settings, NAME_VARIANTS) else None
+    if told is not None:
+        told.lever = NAME_VARIANTS
+        return told, True
     if best is not None and best.candidate.how in ("initial", "variant") and lever(settings, NAME_VARIANTS):
         # An initial or a nickname is weaker evidence than the word: it needs context.
         if best.cooccurrence < MIN_CONTEXT:
@@ -128,6 +132,30 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
     if (best is None or not passes_threshold(best.score, settings["threshold"])) and lever(settings, MISSPELLINGS):
         return _misspelt(scored, best, context, bank_holds)
     return best, False
+
+
+# An entity named by an initial ("W. Turner") is where a mention of it went
+# that nothing told apart: Wendy Turner and William Turner both fit. Its
+# identical name scores 1.0 whatever the context, so it kept every later
+# "W. Turner", even next to the partners of one of them only: on the
+# corpora's nicknames_initials family, re-resolution moved such mentions off
+# Wendy Turner and Katy Doyle (context 0.69 and 0.51) into the initial's
+# entity. The full name the initial fits with the context only it has (at
+# least MIN_CONTEXT, more than any other of them and the initial's entity)
+# is chosen, as a bare name's is (_by_context).
+def _initial_told(scored: List[Evaluation], context: FrozenSet[str]) -> Optional[Evaluation]:
+    """The full name a mention's initial fits that the context tells, over the entity of the mention's
+    own name (see above); None when there is no such entity or no such full name."""
+    same = [ev for ev in scored if scoring.is_identical(ev.candidate) and ev.candidate.how is None]
+    initials = [ev for ev in scored if ev.candidate.how == "initial"]
+    if not same or not initials:
+        return None
+    share = exclusive_context(same + initials, context)
+    ranked = sorted(same + initials, key=lambda ev: -share[id(ev)])
+    top = share[id(ranked[0])]
+    if ranked[0] in initials and top >= MIN_CONTEXT and top > share[id(ranked[1])]:
+        return ranked[0]
+    return None
 
 
 # The misspellings lever: a mention that spells one entity's name nearly

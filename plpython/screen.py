@@ -44,10 +44,15 @@ def stops_at_identical(mention: str, settings: Dict[str, Any]) -> Optional[str]:
     them. Under the typed_mentions lever, not before the end of the block of
     identical trigram sets (they come first in probe order): "Jordan" the
     person and "Jordan" the country are both identical to "jordan".
+    Never for a mention with an initial under the name_variants lever: the
+    full names the initial covers may be told by context over the entity of
+    the initial itself (decide._initial_told).
     """
     if not identical_is_final(settings):
         return None
     if lever(settings, BARE_NAMES) and len(words.split_words(mention)) == 1:
+        return None
+    if lever(settings, NAME_VARIANTS) and any(len(w) == 1 for w in words.split_words(mention)):
         return None
     return "block" if lever(settings, TYPED_MENTIONS) else "first"
 

@@ -313,6 +313,23 @@ def test_an_initial_alone_needs_context():
     assert best.candidate.id == "robert smith" and best.lever == "name_variants"
 
 
+def test_the_context_only_one_full_name_has_tells_an_initial_over_the_entity_of_the_initial():
+    # "W. Turner" became an entity of its own when nothing told Wendy and William apart
+    initial = cand("w turner", 1.0, NOW, partners={"austin": 2})
+    wendy = cand("wendy turner", 0.5, NOW, partners={"toronto": 3, "route optimizer": 2})
+    william = cand("william turner", 0.5, NOW, partners={"austin": 3, "ironbark": 4})
+    evaluations, best = evaluate("w turner", [initial, wendy, william], ["toronto", "route optimizer"], NOW,
+                                 ENHANCED, names=DATA)
+    assert best.candidate.id == "wendy turner" and best.lever == "name_variants" and best.decision == CHOSEN
+    # the identical name wins where the context does not tell: shared, the initial's own, or none
+    for nearby in (["lunch"], ["austin"]):
+        _, best = evaluate("w turner", [initial, wendy, william], nearby, NOW, ENHANCED, names=DATA)
+        assert best.candidate.id == "w turner"
+    _, best = evaluate("w turner", [initial, wendy, william], ["toronto", "route optimizer"], NOW,
+                       dict(ENHANCED, name_variants=False), names=DATA)
+    assert best.candidate.id == "w turner"
+
+
 def test_a_nickname_found_by_its_given_name_scores_the_given_name():
     robert = cand("robert smith", 1.0, NOW, partners={"acme": 1}, form="robert smith")
     evaluations, best = evaluate("bob smith", [robert], ["acme"], NOW, ENHANCED, names=DATA)
@@ -451,6 +468,14 @@ def test_a_one_word_mention_is_never_settled_by_its_identical_rows_under_bare_na
     alex = cand("alex", 1.0, NOW)
     assert not settled_by_identical("alex", [alex], ENHANCED)
     assert settled_by_identical("alex", [alex], REFERENCE)
+
+
+def test_a_mention_with_an_initial_is_never_settled_by_its_identical_rows_under_name_variants():
+    # the context may tell a full name the initial covers over the entity of the initial (_initial_told)
+    initial, wendy = cand("w turner", 1.0, NOW), cand("wendy turner", 0.5, NOW, partners={"toronto": 1})
+    assert not settled_by_identical("w turner", [initial, wendy], ENHANCED, names=DATA)
+    assert settled_by_identical("w turner", [initial, wendy], dict(ENHANCED, name_variants=False), names=DATA)
+    assert settled_by_identical("w turner", [initial, wendy], REFERENCE)
 
 
 def test_the_stop_waits_for_the_block_of_identical_names_under_typed_mentions():
