@@ -115,10 +115,13 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
         best = best_evaluation(scored)
         if _told_by_context(fitting[0]) and not passes_threshold(best.score, settings["threshold"]):
             return fitting[0], True
-    told = _initial_told(scored, context) if lever(settings, NAME_VARIANTS) else None
+    told, leaning = _initial_told(scored, context) if lever(settings, NAME_VARIANTS) else (None, None)
     if told is not None:
         told.lever = NAME_VARIANTS
         return told, True
+    if leaning is not None and best is not None and best.candidate.how is None and scoring.is_identical(best.candidate):
+        # The initial's own entity, as nothing told the full names apart (as a bare entity is: _by_context).
+        best.detail, best.leaning = UNTOLD, leaning
     if best is not None and best.candidate.how in ("initial", "variant") and lever(settings, NAME_VARIANTS):
         # An initial or a nickname is weaker evidence than the word: it needs context.
         if best.cooccurrence < MIN_CONTEXT:
@@ -142,20 +145,22 @@ def choose(mention: str, scored: List[Evaluation], settings: Dict[str, Any],
 # Wendy Turner and Katy Doyle (context 0.69 and 0.51) into the initial's
 # entity. The full name the initial fits with the context only it has (at
 # least MIN_CONTEXT, more than any other of them and the initial's entity)
-# is chosen, as a bare name's is (_by_context).
-def _initial_told(scored: List[Evaluation], context: FrozenSet[str]) -> Optional[Evaluation]:
+# is chosen, as a bare name's is (_by_context). Short of that, the full name
+# the context leans to (_leaning) is what reresolve keeps a mention on.
+def _initial_told(scored: List[Evaluation], context: FrozenSet[str]) -> Tuple[Optional[Evaluation], Optional[str]]:
     """The full name a mention's initial fits that the context tells, over the entity of the mention's
-    own name (see above); None when there is no such entity or no such full name."""
+    own name (see above), else None and the id of the full name the context leans to, if one."""
     same = [ev for ev in scored if scoring.is_identical(ev.candidate) and ev.candidate.how is None]
     initials = [ev for ev in scored if ev.candidate.how == "initial"]
     if not same or not initials:
-        return None
+        return None, None
     share = exclusive_context(same + initials, context)
     ranked = sorted(same + initials, key=lambda ev: -share[id(ev)])
     top = share[id(ranked[0])]
     if ranked[0] in initials and top >= MIN_CONTEXT and top > share[id(ranked[1])]:
-        return ranked[0]
-    return None
+        return ranked[0], None
+    leaning = _leaning(same + initials, context)
+    return None, leaning if leaning in {ev.candidate.id for ev in initials} else None
 
 
 # The misspellings lever: a mention that spells one entity's name nearly
@@ -361,10 +366,11 @@ def exclusive_context(fitting: List[Evaluation], context: FrozenSet[str]) -> Dic
 # entities). "Priya" next to Slack and Pricing page, which Priya Reyes alone
 # of the Priyas was seen with (13 times; 7 entities): the context leans to
 # her. "Ben" next to "the team", seen with 20 entities, leans nowhere.
-# reresolve does not let the bare entity take a mention off the entity the
-# context leans to (sql/058_reresolve.sql): on the corpora's recurring
-# family, without it, re-resolution moved bare names decided to their full
-# name onto the bare entity, wrong merges 4 -> 6 in order.
+# reresolve does not let the bare entity (or an initial's: _initial_told)
+# take a mention off the entity the context leans to (sql/058_reresolve.sql):
+# on the corpora's recurring family, without it, re-resolution moved bare
+# names decided to their full name onto the bare entity, wrong merges 4 -> 6
+# in order.
 def _leaning(full: List[Evaluation], context: FrozenSet[str]) -> Optional[str]:
     """The one full name the context leans to, short of choosing it (see above), or None."""
     strongest = {k: max((1.0 / math.sqrt(max(d, 1)) for n, d in own.items() if n in context), default=0.0)

@@ -325,6 +325,10 @@ def test_the_context_only_one_full_name_has_tells_an_initial_over_the_entity_of_
     for nearby in (["lunch"], ["austin"]):
         _, best = evaluate("w turner", [initial, wendy, william], nearby, NOW, ENHANCED, names=DATA)
         assert best.candidate.id == "w turner"
+    # Toronto, Wendy's alone, diluted by two more nearby names: the initial's entity, leaning to Wendy
+    _, best = evaluate("w turner", [initial, wendy, william], ["toronto", "lunch", "standup"], NOW, ENHANCED,
+                       names=DATA)
+    assert best.candidate.id == "w turner" and best.detail == UNTOLD and best.leaning == "wendy turner"
     _, best = evaluate("w turner", [initial, wendy, william], ["toronto", "route optimizer"], NOW,
                        dict(ENHANCED, name_variants=False), names=DATA)
     assert best.candidate.id == "w turner"
