@@ -29,8 +29,8 @@ def decide_fact_sql(plpy, bank_id, unit_id):
     Rows (ordinal, entity_id, canonical_name, created, score, decision,
     untold, leaning); a mention that would create an entity has no entity_id
     (the id resolution would draw is not an entity of the bank). untold: the
-    bare entity took the mention as nothing told apart the entities its name
-    fits; leaning: the one of them the context leaned to, if one.
+    bare entity (or an initial's) took the mention as nothing told apart the
+    entities its name fits; leaning: the one of them the context leaned to.
     """
     return _decide(plpy, bank_id, unit_id, None)
 

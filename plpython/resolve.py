@@ -97,8 +97,8 @@ class Outcome(NamedTuple):
     score: Optional[float]
     decision: str
     key: str = ""       # lower(canonical_name), for the call's state
-    # The bare entity, as nothing told apart the entities the name fits, and the one of them the context
-    # leaned to, too little to decide (decide._by_context): what reresolve does not let move a mention.
+    # The bare entity (or an initial's), as nothing told apart the entities the name fits, and the one of
+    # them the context leaned to, too little to decide (decide._leaning): what reresolve keeps a mention on.
     untold: bool = False
     leaning: Optional[str] = None
 

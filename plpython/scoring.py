@@ -79,9 +79,9 @@ class Evaluation:
     detail: Optional[str] = None
     # The enhanced profile's lever that decided, when one did (explain shows it).
     lever: Optional[str] = None
-    # The bare entity chosen as nothing told apart the entities a name fits
-    # (decide._by_context): the one of them the context leaned to, short of
-    # deciding (None: no such one).
+    # The bare entity (or an initial's) chosen as nothing told apart the
+    # entities a name fits (decide._by_context, _initial_told): the one of
+    # them the context leaned to, short of deciding (None: no such one).
     leaning: Optional[str] = None
 
 

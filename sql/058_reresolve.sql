@@ -498,8 +498,9 @@ DECLARE
 BEGIN
     -- The entity's mentions decided again without it (deleted with what
     -- holds it, in a subtransaction rolled back), in their facts' order,
-    -- until one would become a new entity, go to the bare entity as nothing
-    -- told it apart (untold), or go elsewhere than the first:
+    -- until one would become a new entity, go to the bare entity (or an
+    -- initial's) as nothing told it apart (untold), or go elsewhere than the
+    -- first:
     -- {to, name, mentions: [{unit_id, fact_id, ordinal, mention, decision,
     -- score}]} when all go to one entity, NULL otherwise.
     BEGIN
@@ -651,9 +652,10 @@ BEGIN
                     CONTINUE;
                 END IF;
                 IF now_is.untold AND m.entity_id = now_is.leaning THEN
-                    -- The bare entity holds what nothing told apart: an
-                    -- abstention, which does not overturn the decision the
-                    -- mention had where the context still leans to it.
+                    -- The bare entity (or an initial's) holds what nothing
+                    -- told apart: an abstention, which does not overturn the
+                    -- decision the mention had where the context still leans
+                    -- to it.
                     kept := kept || jsonb_build_object(
                         'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
                         'entity_id', m.entity_id, 'name', m.canonical_name,
