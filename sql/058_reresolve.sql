@@ -582,6 +582,7 @@ DECLARE
     to_whole jsonb;
     moved_ids uuid[];
     reported jsonb;
+    why_kept text;
 BEGIN
     -- Every move, made in a subtransaction rolled back at the end: each fact
     -- is decided against the bank with the moves before it made.
@@ -639,40 +640,33 @@ BEGIN
                     leaning uuid)
                 WHERE d.ordinal = m.ordinal;
                 CONTINUE WHEN NOT FOUND OR now_is.entity_id = m.entity_id;
+                -- Moves not made (each kept, with why).
                 IF now_is.created THEN
                     -- A new entity where the fact's own one was left out is
                     -- that entity again; elsewhere a split, the operator's call.
                     CONTINUE WHEN (decided -> 'left_out') ? m.entity_id::text;
-                    kept := kept || jsonb_build_object(
-                        'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
-                        'entity_id', m.entity_id, 'name', m.canonical_name,
-                        'why', format('would now be a new entity (score %s): not moved; split_entity does that',
-                            coalesce(round(now_is.score::numeric, 3)::text, 'none'))
-                    );
-                    CONTINUE;
-                END IF;
-                IF now_is.untold AND m.entity_id = now_is.leaning THEN
+                    why_kept := format('would now be a new entity (score %s): not moved; split_entity does that',
+                        coalesce(round(now_is.score::numeric, 3)::text, 'none'));
+                ELSIF now_is.untold AND m.entity_id = now_is.leaning THEN
                     -- The bare entity (or an initial's) holds what nothing
                     -- told apart: an abstention, which does not overturn the
                     -- decision the mention had where the context still leans
                     -- to it.
-                    kept := kept || jsonb_build_object(
-                        'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
-                        'entity_id', m.entity_id, 'name', m.canonical_name,
-                        'why', format(
-                            'would now go to %s, as nothing tells apart the entities %s fits; the context leans to %s: '
-                            || 'not moved',
-                            quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
-                        )
+                    why_kept := format(
+                        'would now go to %s, as nothing tells apart the entities %s fits; the context leans to %s: '
+                        || 'not moved',
+                        quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
                     );
-                    CONTINUE;
+                ELSIF _judged_distinct(b, m.entity_id, now_is.entity_id) THEN
+                    why_kept := format('would now go to %s, which is judged distinct from %s: not moved',
+                        quote_literal(now_is.canonical_name), quote_literal(m.canonical_name));
+                ELSE
+                    why_kept := NULL;
                 END IF;
-                IF _judged_distinct(b, m.entity_id, now_is.entity_id) THEN
+                IF why_kept IS NOT NULL THEN
                     kept := kept || jsonb_build_object(
                         'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
-                        'entity_id', m.entity_id, 'name', m.canonical_name,
-                        'why', format('would now go to %s, which is judged distinct from %s: not moved',
-                            quote_literal(now_is.canonical_name), quote_literal(m.canonical_name))
+                        'entity_id', m.entity_id, 'name', m.canonical_name, 'why', why_kept
                     );
                     CONTINUE;
                 END IF;
