@@ -55,9 +55,10 @@ class CallState:
         self.seen_keys: Dict[str, Set[str]] = {}
         self.key_of: Dict[str, str] = {}
         self.lost: Set[str] = set()                   # provisional ids another session's entity replaced
-        # alias memory (memory.py): form -> {entity id: (type, name, key)} it was
-        # resolved to with confidence
-        self.memory: Dict[str, Dict[str, Tuple[Optional[str], str, str]]] = {}
+        # alias memory (memory.py): form -> {entity id: (type, name, key,
+        # confident)} it was resolved to, confident if once with the score
+        # memory asks for
+        self.memory: Dict[str, Dict[str, Tuple[Optional[str], str, str, bool]]] = {}
         # How many entities the bank held before the call, as far as it asked
         # (probe.BankSize; None: not asked yet).
         self.bank_size: Optional[Any] = None

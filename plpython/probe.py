@@ -31,9 +31,10 @@ class Hit(NamedTuple):
     type: Optional[str] = None
     via: str = "name"        # "name", "alias" or "memory"
     key: str = ""            # lower(canonical_name)
-    entities: int = 1        # memory: how many entities the form went to with confidence
+    entities: int = 1        # memory: how many entities the form was resolved to, at any score
     last_seen: Optional[float] = None   # epoch of the entity's last_seen (names)
     homonym: bool = False    # a homonym (names): the first entity of its name comes first
+    confident: bool = True   # memory: one of the resolutions had the score memory asks for
 
 
 # Names are looked up one key at a time: each_key (sql/030_resolve.sql), then
@@ -46,7 +47,7 @@ class Hit(NamedTuple):
 SQL_EXACT = """
 SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type,
        'name' AS via, lower(e.canonical_name) AS entity_key, 1::bigint AS n,
-       extract(EPOCH FROM e.last_seen)::float8 AS last_seen, e.homonym IS NOT NULL AS homonym
+       extract(EPOCH FROM e.last_seen)::float8 AS last_seen, e.homonym IS NOT NULL AS homonym, TRUE AS confident
   FROM each_key($2::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT x.id, x.canonical_name, x.entity_kind, x.entity_type, x.last_seen, x.homonym
@@ -55,15 +56,16 @@ SELECT lower(e.canonical_name) AS key, e.id::text AS id, e.canonical_name, e.ent
        OFFSET 0) AS e  -- noqa: AM09
 UNION ALL
 SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'alias' AS via,
-       lower(e.canonical_name) AS entity_key, 1 AS n, NULL AS last_seen, FALSE AS homonym
+       lower(e.canonical_name) AS entity_key, 1 AS n, NULL AS last_seen, FALSE AS homonym, TRUE AS confident
   FROM entity_aliases AS a
  INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
  WHERE a.bank_id = $1 AND folded(a.alias) = ANY($3::text[])
 """
 
-# alias_memory (decide.py, MEMORY_MIN_SCORE): the entities a form was resolved
-# to with confidence, from the provenance (so forgetting, merging and
-# splitting keep it true): one of them, and how many there are. The id is
+# alias_memory (memory.py, MEMORY_MIN_SCORE): the entities a form was resolved
+# to, from the provenance (so forgetting, merging and splitting keep it
+# true): one of them (one resolved with confidence first), how many there
+# are at any score, and whether one resolution had the confidence. The id is
 # cast back to uuid inside the subquery: a cast in the join condition is not
 # LEAKPROOF, and a bank-bound role's join would then read the bank's entities.
 # One key at a time, as SQL_EXACT's names, and the remembered entity by its
@@ -73,13 +75,15 @@ SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind,
 _UNION_MEMORY = """
 UNION ALL
 SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 'memory' AS via,
-       lower(e.canonical_name) AS entity_key, r.n, NULL AS last_seen, FALSE AS homonym
+       lower(e.canonical_name) AS entity_key, r.n, NULL AS last_seen, FALSE AS homonym, r.confident
   FROM each_key($4::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
-       SELECT k.key, min(m.entity_id::text)::uuid AS id, count(DISTINCT m.entity_id) AS n
+       SELECT k.key,
+              coalesce(min(m.entity_id::text) FILTER (WHERE m.score >= $5), min(m.entity_id::text))::uuid AS id,
+              count(DISTINCT m.entity_id) AS n, coalesce(bool_or(m.score >= $5), FALSE) AS confident
          FROM mentions AS m
         WHERE m.bank_id = $1 AND folded(m.mention COLLATE @collate@) = k.key
-          AND m.decision = 'resolved' AND m.score >= $5) AS r
+          AND m.decision = 'resolved' AND m.score IS NOT NULL) AS r
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT x.id, x.canonical_name, x.entity_kind, x.entity_type
          FROM entities AS x
@@ -349,7 +353,7 @@ def exact(plpy, bank_id: str, names: Iterable[str], aliases: Iterable[str] = (),
     for r in rows:
         out.setdefault(r["key"], []).append(
             Hit(r["id"], r["canonical_name"], r["entity_kind"], r["entity_type"], r["via"], r["entity_key"], r["n"],
-                r["last_seen"], r["homonym"]))
+                r["last_seen"], r["homonym"], r["confident"]))
     order = {"alias": 0, "name": 1, "memory": 2}
     for hits in out.values():
         # Homonyms after the entity that held the name first (a literal

@@ -657,6 +657,16 @@ BEGIN
                         || 'not moved',
                         quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
                     );
+                ELSIF now_is.decision = 'memory' AND m.decision = 'resolved' THEN
+                    -- A form remembered from other facts is the memory of
+                    -- their arrival, not evidence about this mention: it
+                    -- does not overturn what the mention's score and context
+                    -- decided.
+                    why_kept := format(
+                        'would now go to %s by the memory of the form %s from other facts; its score placed it on %s: '
+                        || 'not moved',
+                        quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
+                    );
                 ELSIF _judged_distinct(b, m.entity_id, now_is.entity_id) THEN
                     why_kept := format('would now go to %s, which is judged distinct from %s: not moved',
                         quote_literal(now_is.canonical_name), quote_literal(m.canonical_name));

@@ -202,6 +202,28 @@ def test_a_confident_form_is_remembered_and_forgotten_with_its_fact(bank):
     assert lookup(bank, "Peggy Lowe", ["somewhere else"]) == (None, "new")
 
 
+def test_a_form_the_bank_resolved_to_two_entities_is_no_memory(bank):
+    # "Pat" is short for Patty and for Patrick. The first "Pat Nguyen" went to
+    # Patty by its score, under the confidence memory asks for; the second to
+    # Patrick with it. The form names both: a third next to Patty's lab is
+    # Patty's, not Patrick's by memory. Re-resolution moves nothing: with its
+    # own fact left out, the first would go to Patrick by the memory of the
+    # second, and a memory does not overturn what a score decided.
+    facts = [["Patty Nguyen", "Lab"], ["Patrick Nguyen", "Gym"], ["Pat Nguyen", "Lab"], ["Pat Nguyen", "Gym"]]
+    for i, f in enumerate(facts):
+        insert_fact(bank, f, NOW - timedelta(days=len(facts) - i))
+    pats = bank.conn.execute(
+        f"SELECT e.canonical_name, m.decision, m.score >= 0.9 FROM {ER}.mentions AS m"
+        f" JOIN {ER}.entities AS e ON e.bank_id = m.bank_id AND e.id = m.entity_id"
+        " WHERE m.bank_id = %s AND m.mention = 'Pat Nguyen' ORDER BY m.event_date", (bank.id,)).fetchall()
+    assert pats == [("Patty Nguyen", "resolved", False), ("Patrick Nguyen", "resolved", True)]
+    assert lookup(bank, "Pat Nguyen", ["Lab"]) == ("Patty Nguyen", "resolved")
+    assert "memory" not in {r["decision"] for r in explain(bank, "Pat Nguyen", ["Lab"])}
+    plan = bank.conn.execute(f"SELECT {ER}.reresolve(%s)", (bank.id,)).fetchone()[0]
+    assert plan["moves"] == []
+    assert [(k["mention"], k["name"]) for k in plan["kept"] if "memory" in k["why"]] == [("Pat Nguyen", "Patty Nguyen")]
+
+
 def test_a_statement_remembers_what_fact_by_fact_would(bank):
     facts = [["Margaret Lowe", "Acme"], ["Peggy Lowe", "Acme"], ["Peggy Lowe", "Kyoto"]]
     other = Bank(bank.conn, bank.id[:90] + "-one").create()

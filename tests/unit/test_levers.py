@@ -513,6 +513,29 @@ def test_a_form_remembered_for_two_entities_is_no_memory():
     assert memory.remembered("j smith", None, two, CallState(), ENHANCED) is None
 
 
+def test_a_form_also_resolved_to_another_entity_below_the_confidence_is_no_memory():
+    # "Pat Nguyen" went to Patty by its score (0.62) before another went to
+    # Patrick with confidence: the bank has seen the form name both.
+    state = CallState()
+    memory.learn(state, "pat nguyen", 0.62, ("patty", None, "Patty Nguyen", "patty nguyen"), ENHANCED)
+    memory.learn(state, "pat nguyen", 0.95, ("patrick", None, "Patrick Nguyen", "patrick nguyen"), ENHANCED)
+    assert memory.remembered("pat nguyen", None, {}, state, ENHANCED) is None
+    # the same with the first one in the bank (not confident) and the second in the call
+    bank = {"pat nguyen": [Hit("patty", "Patty Nguyen", "regular", None, "memory", "patty nguyen", 1,
+                               confident=False)]}
+    state = CallState()
+    assert memory.remembered("pat nguyen", None, bank, state, ENHANCED) is None
+    memory.learn(state, "pat nguyen", 0.95, ("patrick", None, "Patrick Nguyen", "patrick nguyen"), ENHANCED)
+    assert memory.remembered("pat nguyen", None, bank, state, ENHANCED) is None
+    # one entity, confident in the call and not in the bank: remembered
+    state = CallState()
+    memory.learn(state, "pat nguyen", 0.95, ("patty", None, "Patty Nguyen", "patty nguyen"), ENHANCED)
+    assert memory.remembered("pat nguyen", None, bank, state, ENHANCED)[0] == "patty"
+    # a lower resolution of the same entity keeps the confidence
+    memory.learn(state, "pat nguyen", 0.6, ("patty", None, "Patty Nguyen", "patty nguyen"), ENHANCED)
+    assert memory.remembered("pat nguyen", None, {}, state, ENHANCED)[0] == "patty"
+
+
 def test_memory_respects_types_and_exact_names():
     bank = {"j smith": [Hit("e1", "John Smith", "regular", "person", "memory", "john smith", 1)]}
     assert memory.remembered("j smith", "place", bank, CallState(), ENHANCED) is None
