@@ -376,7 +376,8 @@ def _record_fact(call: Call, fact_index: int, fact: Fact, outcomes: List[Outcome
             # Attributes pointed at several entities: placed by name and context, and said so.
             state.provenance[-1] = state.provenance[-1][:4] + (AMBIGUOUS,) + state.provenance[-1][5:]
             outcomes[n] = o._replace(decision=AMBIGUOUS)
-        if o.decision == RESOLVED and decided.get(i, (None,))[0] is not None:
+        # What the provenance records: an ambiguous placement teaches no memory.
+        if outcomes[n].decision == RESOLVED and decided.get(i, (None,))[0] is not None:
             etype = decided[i][0].candidate.entity_type
             memory.learn(state, folded.keys[i], o.score, (o.entity_id, etype, o.canonical_name, o.key), call.cfg)
     if fact.link:

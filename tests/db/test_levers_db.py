@@ -237,6 +237,28 @@ def test_a_statement_remembers_what_fact_by_fact_would(bank):
     assert decisions(bank)[-2][1:] == ("Margaret Lowe", "memory")
 
 
+def test_an_ambiguous_placement_teaches_a_statement_no_memory_either(bank):
+    # "Sammy Lee"'s email is the first Sam Lee's, whose birth date rules it
+    # out: placed by name and context, decision ambiguous, which the bank does
+    # not remember. A statement of the same facts did remember it, and sent
+    # the next "Sammy Lee" there by memory.
+    def said(text, **attributes):
+        return {"text": text, "attributes": attributes}
+    facts = [[said("Sam Lee", email="sam@example.org", birth_date="1990-01-01"), "Acme"],
+             [said("Sam Lee", birth_date="1985-05-05"), "Globex"],
+             [said("Sammy Lee", email="sam@example.org", birth_date="1985-05-05"), "Globex"],
+             ["Sammy Lee", "Initech"]]
+    other = Bank(bank.conn, bank.id[:90] + "-one").create()
+    for i, f in enumerate(facts):
+        insert_fact(other, f, NOW + timedelta(minutes=i))
+    bank.conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
+                      " SELECT %s, m, %s + (i - 1) * interval '1 minute'"
+                      " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t (m, i) ORDER BY i",
+                      (bank.id, NOW, json.dumps(facts)))
+    assert [d[2] for d in decisions(other) if d[0] == "Sammy Lee"] == ["ambiguous", "resolved"]
+    assert [d[1:] for d in decisions(bank)] == [d[1:] for d in decisions(other)]
+
+
 # -- the profile -----------------------------------------------------------------------
 
 def test_the_profile_and_the_name_data_settings_are_validated(bank):
