@@ -224,8 +224,8 @@ def test_a_form_the_bank_resolved_to_two_entities_is_no_memory(bank):
     assert [(k["mention"], k["name"]) for k in plan["kept"] if "memory" in k["why"]] == [("Pat Nguyen", "Patty Nguyen")]
 
 
-def test_a_statement_remembers_what_fact_by_fact_would(bank):
-    facts = [["Margaret Lowe", "Acme"], ["Peggy Lowe", "Acme"], ["Peggy Lowe", "Kyoto"]]
+def one_by_one_and_as_a_statement(bank, facts) -> Bank:
+    """The facts fact by fact into another bank (returned), and as one statement into ``bank``."""
     other = Bank(bank.conn, bank.id[:90] + "-one").create()
     for i, f in enumerate(facts):
         insert_fact(other, f, NOW + timedelta(minutes=i))
@@ -233,6 +233,12 @@ def test_a_statement_remembers_what_fact_by_fact_would(bank):
                       " SELECT %s, m, %s + (i - 1) * interval '1 minute'"
                       " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t (m, i) ORDER BY i",
                       (bank.id, NOW, json.dumps(facts)))
+    return other
+
+
+def test_a_statement_remembers_what_fact_by_fact_would(bank):
+    other = one_by_one_and_as_a_statement(bank, [["Margaret Lowe", "Acme"], ["Peggy Lowe", "Acme"],
+                                                 ["Peggy Lowe", "Kyoto"]])
     assert [d[1:] for d in decisions(bank)] == [d[1:] for d in decisions(other)]
     assert decisions(bank)[-2][1:] == ("Margaret Lowe", "memory")
 
@@ -248,13 +254,7 @@ def test_an_ambiguous_placement_teaches_a_statement_no_memory_either(bank):
              [said("Sam Lee", birth_date="1985-05-05"), "Globex"],
              [said("Sammy Lee", email="sam@example.org", birth_date="1985-05-05"), "Globex"],
              ["Sammy Lee", "Initech"]]
-    other = Bank(bank.conn, bank.id[:90] + "-one").create()
-    for i, f in enumerate(facts):
-        insert_fact(other, f, NOW + timedelta(minutes=i))
-    bank.conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
-                      " SELECT %s, m, %s + (i - 1) * interval '1 minute'"
-                      " FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t (m, i) ORDER BY i",
-                      (bank.id, NOW, json.dumps(facts)))
+    other = one_by_one_and_as_a_statement(bank, facts)
     assert [d[2] for d in decisions(other) if d[0] == "Sammy Lee"] == ["ambiguous", "resolved"]
     assert [d[1:] for d in decisions(bank)] == [d[1:] for d in decisions(other)]
 
