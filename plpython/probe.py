@@ -65,7 +65,8 @@ SELECT lower(a.alias) AS key, e.id::text AS id, e.canonical_name, e.entity_kind,
 # alias_memory (memory.py, MEMORY_MIN_SCORE): the entities a form was resolved
 # to, from the provenance (so forgetting, merging and splitting keep it
 # true): one of them (one resolved with confidence first), how many there
-# are at any score, and whether one resolution had the confidence. The id is
+# are at any score, and whether one resolution had the confidence (the
+# score rounded to 6 places, as memory.learn and every threshold). The id is
 # cast back to uuid inside the subquery: a cast in the join condition is not
 # LEAKPROOF, and a bank-bound role's join would then read the bank's entities.
 # One key at a time, as SQL_EXACT's names, and the remembered entity by its
@@ -79,11 +80,12 @@ SELECT r.key, e.id::text AS id, e.canonical_name, e.entity_kind, e.entity_type, 
   FROM each_key($4::text[]) AS k (key)
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT k.key,
-              coalesce(min(m.entity_id::text) FILTER (WHERE m.score >= $5), min(m.entity_id::text))::uuid AS id,
-              count(DISTINCT m.entity_id) AS n, coalesce(bool_or(m.score >= $5), FALSE) AS confident
-         FROM mentions AS m
-        WHERE m.bank_id = $1 AND folded(m.mention COLLATE @collate@) = k.key
-          AND m.decision = 'resolved' AND m.score IS NOT NULL) AS r
+              coalesce(min(m.entity_id::text) FILTER (WHERE m.confident), min(m.entity_id::text))::uuid AS id,
+              count(DISTINCT m.entity_id) AS n, coalesce(bool_or(m.confident), FALSE) AS confident
+         FROM (SELECT x.entity_id, round(x.score::numeric, 6) >= $5::numeric AS confident
+                 FROM mentions AS x
+                WHERE x.bank_id = $1 AND folded(x.mention COLLATE @collate@) = k.key
+                  AND x.decision = 'resolved' AND x.score IS NOT NULL) AS m) AS r
  CROSS JOIN LATERAL (  -- noqa: ST05
        SELECT x.id, x.canonical_name, x.entity_kind, x.entity_type
          FROM entities AS x
