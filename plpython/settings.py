@@ -57,7 +57,9 @@ DEFAULTS = {
     "auto_reresolve": False,
     # reresolve also decides again, as a whole, an entity the resolver made of
     # one name: it is left out, its mentions are decided again, and where all
-    # of them go to one other entity they move there (sql/058_reresolve.sql).
+    # of them go to one other entity they move there; and a mention of a form
+    # other than its entity's name, without the other facts of that form on
+    # that entity (sql/058_reresolve.sql).
     "reresolve_entities": False,
     # "reference": the reference design's decisions, bit for bit.
     # "enhanced": the levers below, each of which can be switched off

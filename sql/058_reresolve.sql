@@ -347,6 +347,77 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid, uuid[], text) I
 'Internal (reresolve): a stored fact decided again without its own contribution (_reresolve_leave_out, in a '
 'subtransaction rolled back), with the probes of the plan plan_id (NULL: none): {decided, left_out}.';
 
+-- A form decided apart (the bank setting reresolve_entities, issue 32). Left
+-- out alone, a fact still meets the other facts that put the same form on
+-- the same entity, and their partners vote for it: three facts of Wei Chen
+-- ("Wei" next to her robotics club) placed on Wei Hughes by arrival give him
+-- her partners, so each of them, decided again, finds the two others' club
+-- on both Weis and stays. Decided without all of them (their contributions
+-- recounted, in a subtransaction rolled back), the club is hers alone again.
+-- The other facts are those holding a mention of the same lower() form on
+-- the same entity, each the resolver's own decision (an operator's placement
+-- is evidence that stands).
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_form_facts(
+    bank_id text, entity_id uuid, mention text, unit_id uuid
+)
+RETURNS uuid[]
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT coalesce(array_agg(DISTINCT x.unit_id ORDER BY x.unit_id), '{}')
+    FROM mentions AS x
+    WHERE
+        x.bank_id = _reresolve_form_facts.bank_id AND x.entity_id = _reresolve_form_facts.entity_id
+        AND folded(x.mention) = folded(_reresolve_form_facts.mention)
+        AND x.unit_id <> _reresolve_form_facts.unit_id AND _redecidable(x.decision)
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_form_facts(text, uuid, text, uuid) IS
+'Internal (reresolve, reresolve_entities): the other facts holding the same lower() form of a mention on the same '
+'entity, each placed by the resolver.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide_apart(
+    bank_id text, unit_id uuid, others uuid[], plan_id text
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_decide_apart.bank_id;
+    u uuid := _reresolve_decide_apart.unit_id;
+    gone jsonb := '[]';
+    o uuid;
+    result jsonb;
+BEGIN
+    -- Several facts left out: every number they made recounted (NULL: no
+    -- entity is assumed to hold the record's numbers), since the quick
+    -- left-out undoes one fact's pairs only.
+    BEGIN
+        FOREACH o IN ARRAY _reresolve_decide_apart.others || u LOOP
+            gone := gone || _reresolve_leave_out(b, o, NULL);
+        END LOOP;
+        result := jsonb_build_object('left_out', gone, 'decided', (
+            SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]')
+            FROM _reresolve_fact(b, u, _reresolve_decide_apart.plan_id, gone = '[]') AS d
+        ));
+        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the facts left out are put back';
+    EXCEPTION
+        WHEN SQLSTATE 'ER900' THEN
+            NULL;
+    END;
+    RETURN result;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_decide_apart(text, uuid, uuid[], text) IS
+'Internal (reresolve, reresolve_entities): a stored fact decided again without its own contribution and that of '
+'the facts others (in a subtransaction rolled back), with the probes of the plan plan_id: {decided, left_out}.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide(bank_id text, unit_id uuid)
 RETURNS jsonb
 LANGUAGE sql
@@ -583,6 +654,10 @@ DECLARE
     moved_ids uuid[];
     reported jsonb;
     why_kept text;
+    entities_on boolean := coalesce((_effective_settings(_reresolve_plan.bank_id) ->> 'reresolve_entities')::boolean, FALSE);
+    form_facts uuid[];
+    apart_is record;
+    apart text;
 BEGIN
     -- Every move, made in a subtransaction rolled back at the end: each fact
     -- is decided against the bank with the moves before it made.
@@ -639,7 +714,32 @@ BEGIN
                     canonical_name text, created boolean, score float8, decision text, untold boolean,
                     leaning uuid)
                 WHERE d.ordinal = m.ordinal;
-                CONTINUE WHEN NOT FOUND OR now_is.entity_id = m.entity_id;
+                CONTINUE WHEN NOT FOUND;
+                apart := '';
+                IF entities_on AND (now_is.entity_id = m.entity_id OR now_is.created OR now_is.untold)
+                    AND folded(m.mention) <> folded(m.canonical_name) THEN
+                    -- Where it would not move, a form other than its entity's
+                    -- name is decided apart from the other facts of that form
+                    -- on it (_reresolve_form_facts), under reresolve_entities;
+                    -- it then moves only to an entity the bank holds, told
+                    -- (not an abstention, nor a memory).
+                    form_facts := _reresolve_form_facts(b, m.entity_id, m.mention, u);
+                    IF cardinality(form_facts) > 0 THEN
+                        SELECT * INTO apart_is
+                        FROM jsonb_to_recordset(_reresolve_decide_apart(b, u, form_facts, plan_id) -> 'decided') AS d (
+                            ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8,
+                            decision text, untold boolean, leaning uuid
+                        )
+                        WHERE d.ordinal = m.ordinal;
+                        IF FOUND AND apart_is.entity_id <> m.entity_id AND NOT apart_is.created AND NOT apart_is.untold
+                            AND apart_is.decision IN ('resolved', 'identifier') THEN
+                            now_is := apart_is;
+                            apart := format(' without the %s other facts of %s on %s', cardinality(form_facts),
+                                quote_literal(m.mention), quote_literal(m.canonical_name));
+                        END IF;
+                    END IF;
+                END IF;
+                CONTINUE WHEN now_is.entity_id = m.entity_id;
                 -- Moves not made (each kept, with why).
                 IF now_is.created THEN
                     -- A new entity where the fact's own one was left out is
@@ -689,8 +789,8 @@ BEGIN
                     'to', jsonb_build_object('entity_id', now_is.entity_id, 'name', now_is.canonical_name),
                     'old_decision', m.decision, 'new_decision', now_is.decision,
                     'old_score', m.score, 'new_score', now_is.score,
-                    'why', format('decided again against the bank as it stands: %s %s (score %s), was %s %s (score %s)',
-                        now_is.decision, quote_literal(now_is.canonical_name),
+                    'why', format('decided again against the bank as it stands%s: %s %s (score %s), was %s %s (score %s)',
+                        apart, now_is.decision, quote_literal(now_is.canonical_name),
                         coalesce(round(now_is.score::numeric, 3)::text, 'none'),
                         m.decision, quote_literal(m.canonical_name),
                         coalesce(round(m.score::numeric, 3)::text, 'none'))
@@ -702,7 +802,7 @@ BEGIN
         END LOOP;
         -- Then whole entities, where the bank asks for it (_reresolve_whole):
         -- of the plan's scope, not judged, not touched by a move of this plan.
-        IF coalesce((_effective_settings(b) ->> 'reresolve_entities')::boolean, FALSE) THEN
+        IF entities_on THEN
             moved_ids := ARRAY(
                 SELECT (mv -> 'from' ->> 'entity_id')::uuid FROM jsonb_array_elements(moves) AS mv
                 UNION
@@ -911,7 +1011,8 @@ COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, t
 'entities judged distinct, nor takes a name to its bare entity only because nothing tells apart the entities it '
 'fits while the context leans to its own; no entity is created or renamed. With the bank setting '
 'reresolve_entities, an entity the resolver made of one name is then decided again whole: where all its mentions '
-'go to one other entity, they move there. dry_run (the default) returns the moves without writing; applied, one '
+'go to one other entity, they move there; and a form other than its entity''s name is decided apart from the other '
+'facts of that form on that entity. dry_run (the default) returns the moves without writing; applied, one '
 'transaction, ledgered (undo_operation).';
 
 -- auto_reresolve: a bank with the setting on queues each unit it writes

@@ -271,6 +271,37 @@ def test_an_entity_named_by_an_alias_is_not_moved_whole(conn, nickname):
     assert call(conn, "reresolve", "nick")["moves"] == []
 
 
+@pytest.fixture
+def two_weis(conn):
+    """Wei Hughes works on the ledger. Three bare "Wei"s next to the pricing page and the robotics club
+    go to him, the only Wei known; then Wei Chen is known, next to the club and the page. Each of the
+    three, decided again without its own fact, meets the club and the page on both Weis through the
+    other two."""
+    units = [insert_fact(conn, "weis", mentions, f"2026-01-0{day}T09:00:00Z") for day, mentions in enumerate([
+        ["Wei Hughes", "Ledger rewrite"], ["Wei", "Pricing page"], ["Wei", "Robotics club", "Pricing page"],
+        ["Wei", "Robotics club"], ["Wei Chen", "Robotics club", "Pricing page"]], start=1)]
+    assert [mention_of(conn, "weis", u) for u in units[1:4]] == [("Wei Hughes", "resolved")] * 3
+    return units
+
+
+def test_a_form_is_decided_apart_from_the_other_facts_of_that_form_on_its_entity(conn, two_weis):
+    plan = call(conn, "reresolve", "weis")
+    assert [m["unit_id"] for m in plan["moves"]] == [two_weis[3]]
+    assert [k["unit_id"] for k in plan["kept"]] == two_weis[1:3]      # would each be a new entity "Wei"
+    whole_entities(conn, "weis")
+    before = snapshot(conn, "weis")
+
+    plan = call(conn, "reresolve", "weis", dry_run=False)
+
+    assert [(m["unit_id"], m["from"]["name"], m["to"]["name"]) for m in plan["moves"]] == [
+        (u, "Wei Hughes", "Wei Chen") for u in two_weis[1:4]]
+    assert "without the 2 other facts of 'Wei' on 'Wei Hughes'" in plan["moves"][0]["why"]
+    assert plan["kept"] == []
+    assert differences(conn, "weis")["differences"] == 0
+    call(conn, "undo_operation", "weis", plan["operation_id"])
+    assert snapshot(conn, "weis") == before
+
+
 # -- any bank ---------------------------------------------------------------------------
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
@@ -305,6 +336,8 @@ def dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole):
         return
     event("moved" + (" a whole entity" if any("left out, as every mention" in m["why"]
                                                for m in applied["moves"]) else ""))
+    if any("other facts of" in m["why"] for m in applied["moves"]):
+        event("moved a form decided apart")
     call(conn, "undo_operation", bank, applied["operation_id"])
     assert snapshot(conn, bank) == before
 
