@@ -107,7 +107,7 @@ SQL_FORMER = [
     "CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_fact("
     "bank_id text, unit_id uuid, plan_id text, keep boolean)"
     " RETURNS TABLE (ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8,"
-    " decision text, untold boolean, leaning uuid) LANGUAGE sql VOLATILE"
+    " decision text, untold boolean, leaning uuid, by_score boolean) LANGUAGE sql VOLATILE"
     " AS $$ SELECT * FROM entity_resolver_internal._reresolve_fact(bank_id, unit_id) $$",
 ]
 

@@ -431,6 +431,7 @@ def _untold(fitting: List[Evaluation], scored: List[Evaluation],
         return None, True
     for ev in fitting:
         ev.decision = BELOW_THRESHOLD
+    best.by_score = any(ev is best for ev in fitting)
     return best, False
 
 

@@ -27,10 +27,12 @@ def decide_fact_sql(plpy, bank_id, unit_id):
     """_reresolve_fact: per mention of the fact, in order, what the resolver decides now.
 
     Rows (ordinal, entity_id, canonical_name, created, score, decision,
-    untold, leaning); a mention that would create an entity has no entity_id
-    (the id resolution would draw is not an entity of the bank). untold: the
-    bare entity (or an initial's) took the mention as nothing told apart the
-    entities its name fits; leaning: the one of them the context leaned to.
+    untold, leaning, by_score); a mention that would create an entity has no
+    entity_id (the id resolution would draw is not an entity of the bank).
+    untold: the bare entity (or an initial's) took the mention as nothing told
+    apart the entities its name fits; leaning: the one of them the context
+    leaned to; by_score: nothing told them apart and no bare entity holds the
+    mention, so the best score chose one of them.
     """
     return _decide(plpy, bank_id, unit_id, None)
 
@@ -42,7 +44,7 @@ def _decide(plpy, bank_id, unit_id, prober):
     fact = resolve.Fact(unit_id, [], rows[0]["event_date"], elements=fact_elements(rows[0]["mentions"]))
     outcomes = resolve.resolve_call(plpy, bank_id, [fact], None, write=False, prober=prober)[0]
     return [(n + 1, None if o.created else o.entity_id, o.canonical_name, o.created, o.score, o.decision, o.untold,
-             o.leaning) for n, o in enumerate(outcomes)]
+             o.leaning, o.by_score) for n, o in enumerate(outcomes)]
 
 
 # -- the plan's probes, once per name ------------------------------------------------

@@ -101,6 +101,9 @@ class Outcome(NamedTuple):
     # them the context leaned to, too little to decide (decide._leaning): what reresolve keeps a mention on.
     untold: bool = False
     leaning: Optional[str] = None
+    # One of the entities the name fits, nothing told apart and no bare entity: the best score chose it
+    # (decide._untold).
+    by_score: bool = False
 
 
 # -- limits --------------------------------------------------------------------------
@@ -335,7 +338,7 @@ def settle_fact(call: Call, fact_index: int, settled: Dict[int, Outcome], decide
         if best is not None:
             c = best.candidate
             outcomes[i] = Outcome(c.id, candidates.name_of(c, view, state), False, best.score, RESOLVED, c.key,
-                                  best.detail == decide.UNTOLD, best.leaning)
+                                  best.detail == decide.UNTOLD, best.leaning, best.by_score)
     unresolved = []
     for i in indexes:
         if i in outcomes or i in call.exact:

@@ -83,6 +83,9 @@ class Evaluation:
     # entities a name fits (decide._by_context, _initial_told): the one of
     # them the context leaned to, short of deciding (None: no such one).
     leaning: Optional[str] = None
+    # Chosen by its score among entities a name fits that nothing told apart,
+    # with no bare entity to hold the mention (decide._untold).
+    by_score: bool = False
 
 
 def name_similarity(m: str, c: str) -> float:

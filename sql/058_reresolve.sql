@@ -68,7 +68,8 @@ RETURNS TABLE (
     score float8,
     decision text,
     untold boolean,
-    leaning uuid
+    leaning uuid,
+    by_score boolean
 )
 LANGUAGE plpython3u
 VOLATILE
@@ -87,7 +88,8 @@ RETURNS TABLE (
     score float8,
     decision text,
     untold boolean,
-    leaning uuid
+    leaning uuid,
+    by_score boolean
 )
 LANGUAGE plpython3u
 VOLATILE
@@ -306,7 +308,7 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_leave_out(text, uuid, uuid[]) IS
 'recounted from the record; otherwise the fact''s pairs are subtracted. Returns the removed ids.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide(
-    bank_id text, unit_id uuid, unrecorded uuid[], plan_id text
+    bank_id text, unit_id uuid, unrecorded uuid[] DEFAULT NULL, plan_id text DEFAULT NULL, others uuid[] DEFAULT '{}'
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -317,24 +319,37 @@ AS $$
 DECLARE
     b text := _reresolve_decide.bank_id;
     u uuid := _reresolve_decide.unit_id;
+    gone jsonb := '[]';
+    o uuid;
     result jsonb;
 BEGIN
     -- A fact is decided as if it arrived now: without its own mentions,
     -- links and the numbers they made, which would vote for the entity it
     -- went to. In a subtransaction rolled back: nothing of it stays.
     BEGIN
-        result := jsonb_build_object('left_out', _reresolve_leave_out(b, u, _reresolve_decide.unrecorded));
+        IF cardinality(_reresolve_decide.others) > 0 THEN
+            -- Several facts left out (a form decided apart): every number
+            -- they made recounted (NULL: no entity is assumed to hold the
+            -- record's numbers), since the quick left-out undoes one fact's
+            -- pairs only.
+            FOREACH o IN ARRAY _reresolve_decide.others || u LOOP
+                gone := gone || _reresolve_leave_out(b, o, NULL);
+            END LOOP;
+        ELSE
+            gone := _reresolve_leave_out(b, u, _reresolve_decide.unrecorded);
+        END IF;
         IF _reresolve_decide.plan_id IS NULL THEN
-            result := result || jsonb_build_object('decided', (
+            result := jsonb_build_object('decided', (
                 SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]') FROM _reresolve_fact(b, u) AS d
             ));
         ELSE
-            result := result || jsonb_build_object('decided', (
+            result := jsonb_build_object('decided', (
                 SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]')
-                FROM _reresolve_fact(b, u, _reresolve_decide.plan_id, result -> 'left_out' = '[]') AS d
+                FROM _reresolve_fact(b, u, _reresolve_decide.plan_id, gone = '[]') AS d
             ));
         END IF;
-        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the fact left out is put back';
+        result := result || jsonb_build_object('left_out', gone);
+        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the facts left out are put back';
     EXCEPTION
         WHEN SQLSTATE 'ER900' THEN
             NULL;
@@ -343,9 +358,33 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid, uuid[], text) IS
-'Internal (reresolve): a stored fact decided again without its own contribution (_reresolve_leave_out, in a '
-'subtransaction rolled back), with the probes of the plan plan_id (NULL: none): {decided, left_out}.';
+COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid, uuid[], text, uuid[]) IS
+'Internal (reresolve): a stored fact decided again without its own contribution and that of the facts others '
+'(_reresolve_leave_out, in a subtransaction rolled back), with the probes of the plan plan_id (NULL: none): '
+'{decided, left_out}. Entities in unrecorded (NULL: all) are recounted from the record; with others, all are.';
+
+-- One decision of a fact decided again (_reresolve_decide's decided), by
+-- its mention's ordinal: the columns of _reresolve_fact.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decided(decided jsonb, ordinal integer)
+RETURNS TABLE (
+    ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8, decision text,
+    untold boolean, leaning uuid, by_score boolean
+)
+LANGUAGE sql
+IMMUTABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT d.*
+    FROM jsonb_to_recordset(_reresolve_decided.decided -> 'decided') AS d (
+        ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8, decision text,
+        untold boolean, leaning uuid, by_score boolean
+    )
+    WHERE d.ordinal = _reresolve_decided.ordinal
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_decided(jsonb, integer) IS
+'Internal (reresolve): the decision for the mention at ordinal in a result of _reresolve_decide.';
 
 -- A form decided apart (the bank setting reresolve_entities, issue 32). Left
 -- out alone, a fact still meets the other facts that put the same form on
@@ -377,60 +416,6 @@ $$;
 COMMENT ON FUNCTION {{ internal }}._reresolve_form_facts(text, uuid, text, uuid) IS
 'Internal (reresolve, reresolve_entities): the other facts holding the same lower() form of a mention on the same '
 'entity, each placed by the resolver.';
-
-CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide_apart(
-    bank_id text, unit_id uuid, others uuid[], plan_id text
-)
-RETURNS jsonb
-LANGUAGE plpgsql
-VOLATILE
-SECURITY INVOKER
-SET search_path = {{ search_path }}
-AS $$
-DECLARE
-    b text := _reresolve_decide_apart.bank_id;
-    u uuid := _reresolve_decide_apart.unit_id;
-    gone jsonb := '[]';
-    o uuid;
-    result jsonb;
-BEGIN
-    -- Several facts left out: every number they made recounted (NULL: no
-    -- entity is assumed to hold the record's numbers), since the quick
-    -- left-out undoes one fact's pairs only.
-    BEGIN
-        FOREACH o IN ARRAY _reresolve_decide_apart.others || u LOOP
-            gone := gone || _reresolve_leave_out(b, o, NULL);
-        END LOOP;
-        result := jsonb_build_object('left_out', gone, 'decided', (
-            SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.ordinal), '[]')
-            FROM _reresolve_fact(b, u, _reresolve_decide_apart.plan_id, gone = '[]') AS d
-        ));
-        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the facts left out are put back';
-    EXCEPTION
-        WHEN SQLSTATE 'ER900' THEN
-            NULL;
-    END;
-    RETURN result;
-END;
-$$;
-
-COMMENT ON FUNCTION {{ internal }}._reresolve_decide_apart(text, uuid, uuid[], text) IS
-'Internal (reresolve, reresolve_entities): a stored fact decided again without its own contribution and that of '
-'the facts others (in a subtransaction rolled back), with the probes of the plan plan_id: {decided, left_out}.';
-
-CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decide(bank_id text, unit_id uuid)
-RETURNS jsonb
-LANGUAGE sql
-VOLATILE
-SECURITY INVOKER
-SET search_path = {{ search_path }}
-AS $$
-    SELECT _reresolve_decide(_reresolve_decide.bank_id, _reresolve_decide.unit_id, NULL, NULL)
-$$;
-
-COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid) IS
-'Internal (reresolve): a stored fact decided again without its own contribution, its entities recounted from the '
-'record (whatever the bank''s numbers): {decided, left_out}.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_move(bank_id text, unit_id uuid, moves jsonb)
 RETURNS jsonb
@@ -709,11 +694,7 @@ BEGIN
                 IF decided IS NULL THEN
                     decided := _reresolve_decide(b, u, unrecorded, plan_id);
                 END IF;
-                SELECT * INTO now_is
-                FROM jsonb_to_recordset(decided -> 'decided') AS d (ordinal integer, entity_id uuid,
-                    canonical_name text, created boolean, score float8, decision text, untold boolean,
-                    leaning uuid)
-                WHERE d.ordinal = m.ordinal;
+                SELECT * INTO now_is FROM _reresolve_decided(decided, m.ordinal);
                 CONTINUE WHEN NOT FOUND;
                 apart := '';
                 IF entities_on AND (now_is.entity_id = m.entity_id OR now_is.created OR now_is.untold)
@@ -726,13 +707,9 @@ BEGIN
                     form_facts := _reresolve_form_facts(b, m.entity_id, m.mention, u);
                     IF cardinality(form_facts) > 0 THEN
                         SELECT * INTO apart_is
-                        FROM jsonb_to_recordset(_reresolve_decide_apart(b, u, form_facts, plan_id) -> 'decided') AS d (
-                            ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8,
-                            decision text, untold boolean, leaning uuid
-                        )
-                        WHERE d.ordinal = m.ordinal;
+                        FROM _reresolve_decided(_reresolve_decide(b, u, unrecorded, plan_id, form_facts), m.ordinal);
                         IF FOUND AND apart_is.entity_id <> m.entity_id AND NOT apart_is.created AND NOT apart_is.untold
-                            AND apart_is.decision IN ('resolved', 'identifier') THEN
+                            AND NOT apart_is.by_score AND apart_is.decision IN ('resolved', 'identifier') THEN
                             now_is := apart_is;
                             apart := format(' without the %s other facts of %s on %s', cardinality(form_facts),
                                 quote_literal(m.mention), quote_literal(m.canonical_name));

@@ -235,7 +235,7 @@ def test_an_installation_whose_explain_mention_lacks_considered_upgrades(new_db)
 
     report = install(old)
 
-    assert report.applied_migrations == [21, 22]
+    assert report.applied_migrations == [21, 22, 23]
     assert "considered" in [c.name for c in old.execute(
         "SELECT * FROM entity_resolver.explain_mention('b', 'Alex') LIMIT 0").description]
 
@@ -259,10 +259,38 @@ def test_an_installation_whose_reresolve_decisions_lack_untold_upgrades(new_db):
 
     report = install(old)
 
-    assert report.applied_migrations == [22]
+    assert report.applied_migrations == [22, 23]
     assert [c.name for c in old.execute(
-        "SELECT * FROM entity_resolver_internal._reresolve_fact('b', gen_random_uuid()) LIMIT 0").description][-2:] \
+        "SELECT * FROM entity_resolver_internal._reresolve_fact('b', gen_random_uuid()) LIMIT 0").description][-3:-1] \
         == ["untold", "leaning"]
+
+
+# _reresolve_decide and _reresolve_decide_apart as an installation of migration 0022 holds them.
+_DECIDE_BEFORE_0023 = """
+CREATE FUNCTION entity_resolver_internal.{name}(bank_id text, unit_id uuid{more})
+RETURNS jsonb LANGUAGE sql AS 'SELECT NULL::jsonb'
+"""
+
+
+def test_an_installation_with_reresolve_decide_apart_upgrades(new_db):
+    # Left beside the new _reresolve_decide (a last argument with a default), the old four-argument
+    # one would make reresolve's calls ambiguous: 0023 drops it, its two-argument form and the
+    # function it replaces.
+    old = new_db()
+    install(old, upto=22)
+    for name, more in (("_reresolve_decide", ""), ("_reresolve_decide", ", unrecorded uuid[], plan_id text"),
+                       ("_reresolve_decide_apart", ", others uuid[], plan_id text")):
+        old.execute(_DECIDE_BEFORE_0023.format(name=name, more=more))
+
+    report = install(old)
+
+    assert report.applied_migrations == [23]
+    assert [r[0] for r in old.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc AS p"
+        " WHERE p.pronamespace = 'entity_resolver_internal'::regnamespace AND p.proname IN ('_reresolve_decide', '_reresolve_decide_apart')"
+    )] == ["entity_resolver_internal._reresolve_decide(text,uuid,uuid[],text,uuid[])"]
+    old.execute("INSERT INTO entity_resolver.facts (bank_id, content, mentions) VALUES ('b', 'met', '[\"Alex Kim\"]')")
+    assert old.execute("SELECT entity_resolver.reresolve('b') ->> 'mentions_decided'").fetchone()[0] == "1"
 
 
 def test_install_into_a_schema_name_that_needs_quoting(empty_db):

@@ -302,6 +302,37 @@ def test_a_form_is_decided_apart_from_the_other_facts_of_that_form_on_its_entity
     assert snapshot(conn, "weis") == before
 
 
+@pytest.fixture
+def two_agnes(conn):
+    """Agnes Oyelowo and Agnes Vasquez both work on Lindenhall Paper. Of six bare "Agnes"es, each next
+    to it or a card only Oyelowo has, five went to Vasquez, the latest Agnes (a held-out stream)."""
+    units = [insert_fact(conn, "agnes", mentions, date) for date, mentions in [
+        ("2026-01-05T10:00Z", ["Agnes Oyelowo", "Lindenhall Paper", "loyalty card"]),
+        ("2026-01-05T18:12Z", ["Agnes Oyelowo", "loyalty card"]),
+        ("2026-01-06T22:00Z", ["Agnes Vasquez", "Lindenhall Paper", "spring catalogue"]),
+        ("2026-01-07T06:12Z", ["Agnes Vasquez", "spring catalogue"]),
+        ("2026-01-08T13:48Z", ["Agnes", "spring catalogue"]),
+        ("2026-01-08T22:00Z", ["Agnes", "Lindenhall Paper"]),        # Oyelowo
+        ("2026-01-09T06:12Z", ["Agnes", "Lindenhall Paper"]),
+        ("2026-01-09T14:24Z", ["Agnes", "Lindenhall Paper"]),
+        ("2026-01-09T22:36Z", ["Agnes", "Lindenhall Paper"]),        # Oyelowo
+        ("2026-01-10T06:48Z", ["Agnes", "loyalty card"])]]           # Oyelowo
+    assert [mention_of(conn, "agnes", u)[0] for u in units[4:]] == ["Agnes Vasquez"] * 5 + ["Agnes Oyelowo"]
+    return units
+
+
+def test_a_form_decided_apart_does_not_move_where_only_the_score_chose(conn, two_agnes):
+    # Without the other "Agnes"es on Vasquez, an "Agnes" next to Lindenhall Paper, which both Agneses
+    # have, fits the two alike: recency chooses (0.608 against 0.598), which is no evidence against
+    # the entity the mention is on. Moved, it was a wrong merge.
+    whole_entities(conn, "agnes")
+
+    plan = call(conn, "reresolve", "agnes")
+
+    assert [(m["unit_id"], m["to"]["name"]) for m in plan["moves"]] == [(two_agnes[8], "Agnes Oyelowo")]
+    assert "other facts of" not in plan["moves"][0]["why"]
+
+
 # -- any bank ---------------------------------------------------------------------------
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))

@@ -212,6 +212,17 @@ def test_a_partner_both_share_cannot_decide_so_the_score_does_as_in_the_referenc
     assert best.candidate is kim and ref.candidate is kim
     assert decisions(evaluations) == {"alex kim": CHOSEN, "alex morgan": OUTSCORED}
     assert {ev.lever for ev in evaluations} == {"bare_names"}
+    # ... and it says so (a form decided apart does not move on it: sql/058_reresolve.sql)
+    assert best.by_score
+
+
+def test_a_choice_the_context_or_a_bare_entity_made_is_not_by_score():
+    kim = cand("alex kim", 0.45, NOW, partners={"react": 2})
+    morgan = cand("alex morgan", 0.42, NOW, partners={"acme": 2})
+    bare = cand("alex", 1.0, NOW - timedelta(days=30))
+    for cands, nearby in (([kim, morgan], ["acme"]), ([bare, kim, morgan], ["lunch"]), ([kim], ["lunch"])):
+        _, best = evaluate("alex", cands, nearby, NOW, ENHANCED, names=DATA)
+        assert best is not None and not best.by_score
 
 
 def test_a_bare_name_nothing_tells_apart_under_the_threshold_is_a_new_entity():
