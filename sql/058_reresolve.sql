@@ -365,7 +365,7 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_decide(text, uuid, uuid[], text, u
 
 -- One decision of a fact decided again (_reresolve_decide's decided), by
 -- its mention's ordinal: the columns of _reresolve_fact.
-CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decided(decided jsonb, ordinal integer)
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_decided(decided jsonb, mention_ordinal integer)
 RETURNS TABLE (
     ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8, decision text,
     untold boolean, leaning uuid, by_score boolean
@@ -380,11 +380,11 @@ AS $$
         ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8, decision text,
         untold boolean, leaning uuid, by_score boolean
     )
-    WHERE d.ordinal = _reresolve_decided.ordinal
+    WHERE d.ordinal = _reresolve_decided.mention_ordinal
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._reresolve_decided(jsonb, integer) IS
-'Internal (reresolve): the decision for the mention at ordinal in a result of _reresolve_decide.';
+'Internal (reresolve): the decision for the mention at mention_ordinal in a result of _reresolve_decide.';
 
 -- A form decided apart (the bank setting reresolve_entities, issue 32). Left
 -- out alone, a fact still meets the other facts that put the same form on
@@ -703,7 +703,9 @@ BEGIN
                     -- name is decided apart from the other facts of that form
                     -- on it (_reresolve_form_facts), under reresolve_entities;
                     -- it then moves only to an entity the bank holds, told
-                    -- (not an abstention, nor a memory).
+                    -- (not an abstention, nor a memory, nor the score's pick
+                    -- among names it fits that nothing told apart, by_score:
+                    -- recency alone moved held-out "Agnes"es, wrong merges).
                     form_facts := _reresolve_form_facts(b, m.entity_id, m.mention, u);
                     IF cardinality(form_facts) > 0 THEN
                         SELECT * INTO apart_is
