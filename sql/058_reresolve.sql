@@ -768,9 +768,12 @@ BEGIN
                     'to', jsonb_build_object('entity_id', now_is.entity_id, 'name', now_is.canonical_name),
                     'old_decision', m.decision, 'new_decision', now_is.decision,
                     'old_score', m.score, 'new_score', now_is.score,
-                    'why', format('decided again against the bank as it stands%s: %s %s (score %s), was %s %s (score %s)',
+                    'why', format('decided again against the bank as it stands%s: %s %s (score %s%s), was %s %s (score %s)',
                         apart, now_is.decision, quote_literal(now_is.canonical_name),
                         coalesce(round(now_is.score::numeric, 3)::text, 'none'),
+                        CASE WHEN now_is.by_score THEN format(
+                            '; the best score, as nothing tells apart the entities %s fits', quote_literal(m.mention)
+                        ) ELSE '' END,
                         m.decision, quote_literal(m.canonical_name),
                         coalesce(round(m.score::numeric, 3)::text, 'none'))
                 );

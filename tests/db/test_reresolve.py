@@ -330,7 +330,10 @@ def test_a_form_decided_apart_does_not_move_where_only_the_score_chose(conn, two
     plan = call(conn, "reresolve", "agnes")
 
     assert [(m["unit_id"], m["to"]["name"]) for m in plan["moves"]] == [(two_agnes[8], "Agnes Oyelowo")]
-    assert "other facts of" not in plan["moves"][0]["why"]
+    # (that move is recency's pick too, and says so)
+    assert plan["moves"][0]["why"] == (
+        "decided again against the bank as it stands: resolved 'Agnes Oyelowo' (score 0.618; the best score, as "
+        "nothing tells apart the entities 'Agnes' fits), was resolved 'Agnes Vasquez' (score 0.618)")
 
 
 # -- any bank ---------------------------------------------------------------------------
