@@ -304,8 +304,9 @@ def test_a_form_is_decided_apart_from_the_other_facts_of_that_form_on_its_entity
 
 @pytest.fixture
 def two_agnes(conn):
-    """Agnes Oyelowo and Agnes Vasquez both work on Lindenhall Paper. Of six bare "Agnes"es, each next
-    to it or a card only Oyelowo has, five went to Vasquez, the latest Agnes (a held-out stream)."""
+    """Agnes Oyelowo and Agnes Vasquez both work on Lindenhall Paper. Of six bare "Agnes"es (next to
+    it, to Vasquez's catalogue or to Oyelowo's card), five went to Vasquez, the latest Agnes seen (the
+    first ten facts of held-out shared_first_names, seed 7303)."""
     units = [insert_fact(conn, "agnes", mentions, date) for date, mentions in [
         ("2026-01-05T10:00Z", ["Agnes Oyelowo", "Lindenhall Paper", "loyalty card"]),
         ("2026-01-05T18:12Z", ["Agnes Oyelowo", "loyalty card"]),
