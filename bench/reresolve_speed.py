@@ -98,17 +98,19 @@ def _insert_facts(conn: psycopg.Connection, bank_id: str, facts: List[List[str]]
 
 # The plan as it was made before (the "before" of the comparison): every
 # fact's entities recounted from the record (not its own pairs subtracted),
-# every fact's names probed (no memo of the plan's probes).
+# every fact's names probed (no memo of the plan's probes). The plan's
+# _reresolve_fact takes the result type of the one without a plan, read from
+# the catalog: its columns are written once, in sql/058_reresolve.sql.
 SQL_FORMER = [
     "CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_unrecorded(bank_id text)"
     " RETURNS uuid[] LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
     "CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_unrecorded(bank_id text, entity_ids uuid[])"
     " RETURNS uuid[] LANGUAGE sql STABLE AS $$ SELECT NULL::uuid[] $$",
-    "CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_fact("
-    "bank_id text, unit_id uuid, plan_id text, keep boolean)"
-    " RETURNS TABLE (ordinal integer, entity_id uuid, canonical_name text, created boolean, score float8,"
-    " decision text, untold boolean, leaning uuid, by_score boolean) LANGUAGE sql VOLATILE"
-    " AS $$ SELECT * FROM entity_resolver_internal._reresolve_fact(bank_id, unit_id) $$",
+    "DO $do$ BEGIN EXECUTE format("
+    "'CREATE OR REPLACE FUNCTION entity_resolver_internal._reresolve_fact("
+    "bank_id text, unit_id uuid, plan_id text, keep boolean) RETURNS %s LANGUAGE sql VOLATILE AS %L',"
+    " pg_get_function_result('entity_resolver_internal._reresolve_fact(text, uuid)'::regprocedure),"
+    " 'SELECT * FROM entity_resolver_internal._reresolve_fact(bank_id, unit_id)'); END $do$",
 ]
 
 
