@@ -108,8 +108,7 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     # An alias names its entity exactly: no fuzzy probe for it.
     fuzzy = [k for k in regular_keys if probe.alias_hit(hits, k) is None]
     probed_forms = {f for k in fuzzy for f in forms[k].probed}
-    narrow = [] if bank.isolated and not db.leakproof_probe(plpy) else _narrow_keys(
-        fuzzy, forms, probed_forms, hits, cfg)
+    narrow = _narrow_keys(fuzzy, forms, probed_forms, hits, cfg)
     full = sorted((set(fuzzy) - set(narrow)) | probed_forms)
     limit, threshold = cfg["max_candidates"], probe_threshold(cfg)
     small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
@@ -184,14 +183,15 @@ def _to_probed(of_key: Dict[str, Iterable[str]], forms: Dict[str, Forms]) -> Dic
 # is decided by the first rows of its probe, those of similarity 1.0, when one
 # of them passes the screen: it scores 1.0, and no later candidate can change
 # the choice or the best score. The bank's rows of similarity 1.0 come from
-# the index's shortest posting lists (probe.SQL_PROBE), where the probe at the
-# similarity threshold reads all of them; the entities the call creates merge
+# one descent of the btree over their trigram sets' key (probe.SQL_PROBE,
+# migration 0024), where the probe at the similarity threshold reads every
+# posting list of the key's trigrams; the entities the call creates merge
 # into them in probe order as into the full list. A key none of whose
 # identical rows passes (for a type it is resolved with) is probed in full
-# after. Under row-level security (a bank-bound role) the index answers both
-# probes only through LEAKPROOF operators (migration 0012); where it cannot
-# (Citus keeps pg_trgm's) no key is narrowed, since the identical probe would
-# cost every row of the bank again.
+# after. Under row-level security (a bank-bound role) an index answers a
+# condition only through LEAKPROOF functions: trigram_key() is one, so the
+# identical probe uses its btree there too, on Citus as well (whose trigram
+# index keeps pg_trgm's operators, which are not: migration 0012).
 
 
 def _narrow_keys(fuzzy: List[str], forms: Dict[str, Forms], probed_forms: Set[str], hits, cfg) -> List[str]:

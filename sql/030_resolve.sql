@@ -7,9 +7,10 @@
 -- value when the function returns. SET
 -- "pg_trgm.strict_word_similarity_threshold" = '1' (where resolution runs,
 -- and explain, which reads the bank as resolution does to say which
--- candidates it considered): the probe of identical names
--- (plpython/probe.py, SQL_PROBE) asks the trigram index for names holding
--- every trigram of the mention, with the caller's value untouched.
+-- candidates it considered): the neighbourhood's same names
+-- (plpython/neighbourhood.py, SQL_ROWS) ask the trigram index for names
+-- holding every trigram of a key as whole words, with the caller's value
+-- untouched.
 
 -- The rows of a text array, for the resolver's look-ups one key at a time
 -- (plpython/probe.py): unnest itself (its C function), without unnest's row

@@ -13,6 +13,8 @@ COMMENT ON INDEX {{ schema }}.entities_bank_folded_name_key IS
 COMMENT ON INDEX {{ schema }}.entities_name_trgm_idx IS
 'The candidate probe: a bank''s regular names similar to a key (pg_trgm; the bank is a column of the index, '
 'so other banks'' rows are not fetched; no pending list).';
+COMMENT ON INDEX {{ schema }}.entities_bank_trigram_key_idx IS
+'The probe of identical names: a bank''s regular names of the same trigram set as a key (trigram_key()).';
 COMMENT ON INDEX {{ schema }}.entities_label_idx IS
 'A bank''s label entities, which the trigram index leaves out (explain_mention shows them).';
 

@@ -246,7 +246,7 @@ def test_installer_upgrading_a_0_1_0_installation_equals_a_fresh_install_and_kee
     before = entity_state(old)
 
     report = install(old)
-    assert report.applied_migrations == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
+    assert report.applied_migrations == [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]
     fresh = new_db()
     install(fresh)
     assert_same_catalog(old, fresh, ("0.1.0 upgraded", "fresh"))

@@ -76,7 +76,7 @@ def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team, mod
     statements = {
         "probe": (probe.SQL_PROBE, ["text", "text[]", "int", "boolean[]"],
                   ["team", keys + keys[:5], 200, [False] * len(keys) + [True] * 5],
-                  {"entities_name_trgm_idx"}),
+                  {"entities_name_trgm_idx", "entities_bank_trigram_key_idx"}),
         "exact_memory": (probe.SQL_EXACT_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
                          ["team", keys, keys, keys, 0.8], {"entities_bank_folded_name_key", "mentions_memory_idx"}),
         "context": (probe.SQL_CONTEXT, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
@@ -135,9 +135,13 @@ def test_the_leakproof_functions_are_what_they_stand_for(conn, a, b, threshold):
         f"SELECT {IN}.folded(%(a)s) = lower(%(a)s),"
         f" {IN}.folded(%(a)s COLLATE \"C\") = lower(%(a)s COLLATE \"C\"),"
         f" %(a)s OPERATOR({IN}.%%) %(b)s = %(a)s OPERATOR({trgm}.%%) %(b)s,"
-        f" %(a)s OPERATOR({IN}.%%>>) %(b)s = %(a)s OPERATOR({trgm}.%%>>) %(b)s",
+        f" %(a)s OPERATOR({IN}.%%>>) %(b)s = %(a)s OPERATOR({trgm}.%%>>) %(b)s,"
+        # The identical probe's key (migration 0024): every pair of similarity 1 shares it,
+        # and a name without trigrams has none (similar to nothing).
+        f" {trgm}.similarity(%(a)s, %(b)s) < 1 OR {IN}.trigram_key(%(a)s) = {IN}.trigram_key(%(b)s),"
+        f" ({IN}.trigram_key(%(a)s) IS NULL) = (cardinality({trgm}.show_trgm(%(a)s)) = 0)",
         {"a": a, "b": b}).fetchone()
-    assert row == (True, True, True, True)
+    assert row == (True, True, True, True, True, True)
 
 
 def _plans_seen(c, run) -> set:
