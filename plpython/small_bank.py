@@ -100,8 +100,14 @@ class NameMap:
         self.sets: Dict[str, FrozenSet[str]] = {}
         self.postings: Dict[str, Set[str]] = {}
 
-    def update(self, current: Dict[str, FrozenSet[str]]) -> None:
-        """Become the map of exactly ``current`` (name -> trigram set)."""
+    def update(self, current: Dict[str, FrozenSet[str]], only: Optional[FrozenSet[str]] = None) -> None:
+        """Become the map of exactly ``current`` (name -> trigram set).
+
+        ``only``: the trigrams of every key the map will be asked about; the
+        names holding any other are not listed (matches walks only a key's
+        trigrams and counts their names: the same answer). Only for a map
+        made once, whose names never go.
+        """
         for name in [n for n in self.sets if n not in current]:
             for t in self.sets.pop(name):
                 self.postings[t].discard(name)
@@ -110,7 +116,7 @@ class NameMap:
         for name, s in current.items():
             if name not in self.sets:
                 self.sets[name] = s
-                for t in s:
+                for t in (s if only is None else s & only):
                     self.postings.setdefault(t, set()).add(name)
 
     def matches(self, key: FrozenSet[str], threshold: float) -> List[Tuple[float, str]]:

@@ -62,6 +62,17 @@ def test_a_map_brought_up_to_date_is_the_map_made_afresh(before, after):
     assert kept.postings == fresh.postings
 
 
+@hsettings(max_examples=300)
+@given(key=TRIGRAMS, named=NAMES, threshold=st.sampled_from([0.1, 0.3, 0.5, 1 / 3, 1.0]))
+def test_a_map_listed_under_the_keys_trigrams_only_gives_the_same_rows(key, named, threshold):
+    # The neighbourhood's map (neighbourhood.read) lists names under the keys' trigrams only.
+    bank = bank_of(key, named)
+    listed = NameMap()
+    listed.update(bank.map.sets, only=key)
+    assert all(t in key for t in listed.postings)
+    assert SmallBank({"k": key}, bank.rows, listed).matches("k", threshold) == bank.matches("k", threshold)
+
+
 def test_a_key_without_trigrams_has_no_rows():
     bank = bank_of(frozenset(), [(1, frozenset({"t01"}))])
     assert bank.matches("k", 0.3) == []
