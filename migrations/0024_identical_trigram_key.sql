@@ -27,7 +27,7 @@ IMMUTABLE
 STRICT
 PARALLEL SAFE
 LEAKPROOF
-SET search_path = pg_catalog, pg_temp
+SET search_path = {{ search_path }}
 AS $$
 SELECT CASE WHEN pg_catalog.cardinality(t) > 0 THEN pg_catalog.hash_array_extended(t, 0) END
   FROM {{ trgm_schema }}.show_trgm(name) AS t
