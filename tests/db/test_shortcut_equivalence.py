@@ -310,6 +310,38 @@ def test_a_hub_this_transaction_took_a_pair_from_is_read_as_the_decision_counts_
         assert result["created"] and result["score"] == rows["Harry Xu"]["score"]
 
 
+def test_a_partner_a_hub_gained_in_this_transaction_is_read_for_a_bare_name(conn, probe_way):
+    # Email is a hub (seen with 501), and Harry Xu is seen with it only through a pair this
+    # transaction queued (as linking a fact does before the flush): the decision counts the pair,
+    # so a bare "Harry" next to Email fits him, and a resolver reading the neighbourhood keeps him
+    # among the names holding "harry", as it keeps the hub's partners the bank already has.
+    bank = Bank(conn, "hub-queued").create()
+    email = bank.hub("Email", HUB_PARTNERS + 1)
+    harry = bank.entity("Harry Xu")
+    with conn.transaction(force_rollback=True):
+        conn.execute("INSERT INTO entity_resolver.stats_queue (bank_id, entity_id, entity_id_2, increment)"
+                     " VALUES (%s, least(%s::uuid, %s::uuid), greatest(%s::uuid, %s::uuid), 1)",
+                     (bank.id, email, harry, email, harry))
+        rows = {r["canonical_name"]: r for r in bank.explain("Harry", ["Email"])}
+        assert (rows["Harry Xu"]["decision"], rows["Harry Xu"]["lever"]) == ("below_threshold", "bare_names")
+        result = bank.resolve("Harry", ["Email"])
+        assert result["created"] and result["score"] == rows["Harry Xu"]["score"]
+
+
+def test_one_organisation_s_name_is_read_for_a_one_word_name_wherever_it_is(conn, probe_way):
+    # "Acme" is "Acme Inc", legal forms aside, however long ago it was seen and next to nothing:
+    # of the neighbourhood of a bare "Acme" (its same name), however many other names hold
+    # "acme" (Acme Robotics, next to nothing either, is not: its extra word names another one).
+    bank = Bank(conn, "one-organisation").create()
+    inc = bank.entity("Acme Inc")
+    bank.entity("Acme Robotics")
+    rows = {r["canonical_name"]: r for r in bank.explain("Acme", [])}
+    assert rows["Acme Inc"]["decision"] == "chosen"
+    with conn.transaction(force_rollback=True):
+        result = bank.resolve("Acme", [])
+    assert not result["created"] and result["entity_id"] == inc
+
+
 # -- a bank of identical trigram sets and word mismatches -----------------------------
 
 FIRST = ["John", "Jane", "Alex", "Alexa", "Maria", "Marie", "Sara", "Sarah"]
