@@ -78,6 +78,14 @@ class Bank:
             (self.id, a, b, a, b, count, LONG_AGO),
         )
 
+    def queue_pair(self, a: UUID, b: UUID, increment: int) -> None:
+        """Queue a change of the pair a, b in this transaction, not applied (as linking or forgetting a fact does)."""
+        self.conn.execute(
+            f"INSERT INTO {SCHEMA}.stats_queue (bank_id, entity_id, entity_id_2, increment)"
+            " VALUES (%s, least(%s::uuid, %s::uuid), greatest(%s::uuid, %s::uuid), %s)",
+            (self.id, a, b, a, b, increment),
+        )
+
     def known_with(self, name: str, partners: Iterable[str], *,
                    last_seen: datetime | None = LONG_AGO) -> UUID:
         """An entity co-occurring with each of ``partners`` (found by name or created)."""

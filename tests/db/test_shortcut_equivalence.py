@@ -302,9 +302,7 @@ def test_a_hub_this_transaction_took_a_pair_from_is_read_as_the_decision_counts_
     bank.cooccur(bank.entity("Harry Xu"), email)
     filler = bank.id_of("qqfiller1")
     with conn.transaction(force_rollback=True):
-        conn.execute("INSERT INTO entity_resolver.stats_queue (bank_id, entity_id, entity_id_2, increment)"
-                     " VALUES (%s, least(%s::uuid, %s::uuid), greatest(%s::uuid, %s::uuid), -1)",
-                     (bank.id, email, filler, email, filler))
+        bank.queue_pair(email, filler, -1)
         rows = {r["canonical_name"]: r for r in bank.explain("Harri Xu", ["Email"])}
         result = bank.resolve("Harri Xu", ["Email"])
         assert result["created"] and result["score"] == rows["Harry Xu"]["score"]
@@ -319,9 +317,7 @@ def test_a_partner_a_hub_gained_in_this_transaction_is_read_for_a_bare_name(conn
     email = bank.hub("Email", HUB_PARTNERS + 1)
     harry = bank.entity("Harry Xu")
     with conn.transaction(force_rollback=True):
-        conn.execute("INSERT INTO entity_resolver.stats_queue (bank_id, entity_id, entity_id_2, increment)"
-                     " VALUES (%s, least(%s::uuid, %s::uuid), greatest(%s::uuid, %s::uuid), 1)",
-                     (bank.id, email, harry, email, harry))
+        bank.queue_pair(email, harry, 1)
         rows = {r["canonical_name"]: r for r in bank.explain("Harry", ["Email"])}
         assert (rows["Harry Xu"]["decision"], rows["Harry Xu"]["lever"]) == ("below_threshold", "bare_names")
         result = bank.resolve("Harry", ["Email"])
