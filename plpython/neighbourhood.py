@@ -164,8 +164,9 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
                           [w for _, w in held]]),
                   key=lambda r: r["rank"])
     sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(keys))
+    key_sets = {k: sets[k] for k in keys}
     name_map = small_bank.NameMap()
     # Listed under the keys' trigrams only: a call's 27,000 rows at 1,000,000 entities, each under all of
     # its trigrams, cost 300 ms here.
-    name_map.update({r["key"]: sets[r["key"]] for r in rows}, only=frozenset().union(*(sets[k] for k in keys)))
-    return small_bank.SmallBank({k: sets[k] for k in keys}, rows, name_map)
+    name_map.update({r["key"]: sets[r["key"]] for r in rows}, only=frozenset().union(*key_sets.values()))
+    return small_bank.SmallBank(key_sets, rows, name_map)
