@@ -113,9 +113,10 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
     limit, threshold = cfg["max_candidates"], probe_threshold(cfg)
     small = small_bank.read(plpy, bank, full + narrow, db.call_setting("small_bank_probe"),
                             db.call_setting("table_rows"))
+    read_around: Set[str] = set()
     if small is None:
-        by_key, identical, names = _probe(plpy, bank, full, narrow, limit, threshold, hits, forms, cfg, data,
-                                          prober, around)
+        by_key, identical, names, read_around = _probe(plpy, bank, full, narrow, limit, threshold, hits, forms,
+                                                       cfg, data, prober, around)
     else:
         by_key, names = small.candidates(full, limit, threshold)
         identical, identical_names = small.candidates(narrow, limit, threshold, identical_only=True)
@@ -135,6 +136,9 @@ def read_view(plpy, bank, keys: List[str], literal_keys: List[str], regular_keys
             else small.candidates(unsettled, limit, threshold)
         by_key.update(rest)
         names.update(rest_names)
+    bound = [k for k in sorted(set(full) | set(unsettled)) if k not in read_around and len(by_key.get(k, ())) >= limit]
+    if bound and around is not None and neighbourhood.counts(cfg):
+        _add_neighbourhood(plpy, bank, bound, by_key, names, threshold, around, hits, forms, cfg, data)
     for f in exact:
         for h in hits.get(f, ()):
             names.setdefault(h.id, h.name)
@@ -150,22 +154,58 @@ def _probe(plpy, bank, full: List[str], narrow: List[str], limit: int, threshold
     """The probe of a call's keys: in full and for identical names (narrow), or, where the call may read
     its neighbourhood instead (neighbourhood.py), that for the full keys.
 
-    Returns (candidates by key, identical candidates by narrow key, every candidate's name).
+    Returns (candidates by key, identical candidates by narrow key, every candidate's name, the keys whose
+    candidates are their neighbourhood's).
     """
     if prober is not None or around is None or not full or not neighbourhood.applies(
             cfg, db.call_setting("neighbourhood_probe"), db.call_setting("table_rows")) \
             or (bank.isolated and not db.leakproof_probe(plpy)):
-        return (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, limit)
+        by_key, identical, names = (prober or probe.candidates_and_identical)(plpy, bank.id, full, narrow, limit)
+        return by_key, identical, names, set()
+    by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, [], narrow, limit)
+    read, read_names = _neighbourhood(plpy, bank, full, threshold, around, hits, forms, cfg, data)
+    by_key.update(read)
+    names.update(read_names)
+    return by_key, identical, names, set(full)
+
+
+# -- where the probe's limit binds -------------------------------------------------------------
+#
+# The probe keeps a key's max_candidates most similar names. Where the limit
+# binds (a first name some thousands of the bank's names hold), the best of a
+# mention's neighbourhood (a partner, an entity seen yesterday) may be ranked
+# past it, and the probe alone would never score the one candidate that can
+# win. So, in the enhanced profile where the neighbourhood suffices
+# (neighbourhood.counts), a key's candidates are its probe's and its whole
+# neighbourhood (docs/design.md 3.11): a key the probe cut at the limit has
+# its neighbourhood read and added. A call that reads its neighbourhood
+# instead of probing takes all of it, uncut: the candidates the two ways
+# differ by are then outside every neighbourhood, which changes no decision.
+
+
+def _neighbourhood(plpy, bank, keys: List[str], threshold: float, around: neighbourhood.Around, hits,
+                   forms: Dict[str, Forms], cfg, data) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
+    """Every candidate of the keys' neighbourhood (the call's union), uncut: by key, and their names."""
     near = _to_probed(around.near, forms)
     fit_words = _to_probed({k: decide.fit_words(k, cfg, data) for k in forms}, forms)
     found = {h.id for rows in hits.values() for h in rows}
-    rows = neighbourhood.read(plpy, bank.id, full, around._replace(near=near, ids=around.ids | found),
+    rows = neighbourhood.read(plpy, bank.id, keys, around._replace(near=near, ids=around.ids | found),
                               threshold, cfg, data, fit_words)
-    by_key, identical, names = probe.candidates_and_identical(plpy, bank.id, [], narrow, limit)
-    read, read_names = rows.candidates(full, limit, threshold)
-    by_key.update(read)
-    names.update(read_names)
-    return by_key, identical, names
+    by_key, names = rows.candidates(keys, None, threshold)
+    return {k: [dataclasses.replace(c, near=True) for c in cands] for k, cands in by_key.items()}, names
+
+
+def _add_neighbourhood(plpy, bank, keys: List[str], by_key: Dict[str, List[Candidate]], names: Dict[str, str],
+                       threshold: float, around: neighbourhood.Around, hits, forms: Dict[str, Forms], cfg,
+                       data) -> None:
+    """The keys' neighbourhoods added to their candidates, each candidate once, in probe order."""
+    read, read_names = _neighbourhood(plpy, bank, keys, threshold, around, hits, forms, cfg, data)
+    for k in keys:
+        near = {c.id: c for c in read.get(k, ())}
+        by_key[k] = sorted([near.pop(c.id, c) for c in by_key.get(k, ())] + list(near.values()),
+                           key=probe.order_key)
+    for i, n in read_names.items():
+        names.setdefault(i, n)
 
 
 def _to_probed(of_key: Dict[str, Iterable[str]], forms: Dict[str, Forms]) -> Dict[str, Set[str]]:
@@ -229,8 +269,7 @@ def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
     if forms is None or not (forms.probed or forms.exact):
         if not mine:
             return bank_side
-        merged = sorted(bank_side + mine, key=lambda c: (-c.trigram_similarity, c.key, c.entity_type or "", c.id))
-        return merged[:cfg["max_candidates"]]
+        return _cut(sorted(bank_side + mine, key=probe.order_key), cfg)
     found = bank_side + mine
     for f in forms.probed:
         found.extend(dataclasses.replace(c, form=f)
@@ -242,7 +281,13 @@ def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
         old = best.get(c.id)
         if old is None or c.trigram_similarity > old.trigram_similarity:
             best[c.id] = c
-    return sorted(best.values(), key=probe.order_key)[:cfg["max_candidates"]]
+    return _cut(sorted(best.values(), key=probe.order_key), cfg)
+
+
+def _cut(ranked: List[Candidate], cfg) -> List[Candidate]:
+    """The probe's limit on candidates in probe order; those of the neighbourhood stay whatever their rank."""
+    limit = cfg["max_candidates"]
+    return ranked[:limit] + [c for c in ranked[limit:] if c.near]
 
 
 def effective_last_seen(c: Candidate, view: View, state: CallState):

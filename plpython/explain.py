@@ -110,6 +110,14 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
         return exact or []
     forms = candidates_mod.split_forms(key, cfg, data)
     probed, names = _probed(plpy, bank_id, key, forms, cfg)
+    # As resolution reads the bank: with its plans and the session's settings read at the call's start.
+    with db.generic_plans(plpy):
+        read, read_names = _considered(plpy, bank, key, near, epochs[0], wanted, (ruled.mine, kinds), holders, data)
+    # The full evaluation scores the mention's neighbourhood too where the probe's limit cut it
+    # (candidates.py): what resolution read of it past the limit joins the probe's rows.
+    shown = {c.id for c in probed}
+    probed = sorted(probed + [c for c in read if c.near and c.id not in shown], key=probe.order_key)
+    names.update((i, n) for i, n in read_names.items() if i not in names)
     # Resolution's probe (pg_trgm %, compared like this) never sees a regular
     # row under its threshold.
     seen = [c for c in probed if c.is_label or c.trigram_similarity >= probe_at]
@@ -121,19 +129,18 @@ def explain(plpy, bank_id, mention, nearby, event_date, mention_type=None, attrs
                                      fits=ruled.of(c.id for c in regular) if ruled.mine else None,
                                      judged=lambda a, b: judged_distinct(plpy, bank_id, a, b))
     by_id = {ev.candidate.id: ev for ev in evaluations}
-    # As resolution reads the bank: with its plans and the session's settings read at the call's start.
-    with db.generic_plans(plpy):
-        read = _considered(plpy, bank, key, near, epochs[0], wanted, (ruled.mine, kinds), holders, data)
+    considered = {c.id for c in read}
     out = []
     for cand in probed:
         ev = by_id.get(cand.id)
-        out.append(_row(ev.candidate if ev is not None else cand, names[cand.id], cand.id in read, ev))
+        out.append(_row(ev.candidate if ev is not None else cand, names[cand.id], cand.id in considered, ev))
     return out
 
 
 def _considered(plpy, bank, key, near, epoch, wanted, distinguishing, holders, data):
-    """The ids of the candidates resolution reads for the mention called alone, as the session is set
-    (candidates.read_view, then candidates.for_mention): what a new entity's best score is the best of."""
+    """The candidates resolution reads for the mention called alone, as the session is set
+    (candidates.read_view, then candidates.for_mention): what a new entity's best score is the best of;
+    and their names."""
     cfg = bank.cfg
     mine, kinds = distinguishing
     around = neighbourhood.Around({key: set(near)}, {epoch} if epoch is not None else set(), holders)
@@ -141,7 +148,7 @@ def _considered(plpy, bank, key, near, epoch, wanted, distinguishing, holders, d
                                     cfg, data, {key: {wanted}},
                                     surviving=surviving_of(plpy, bank.id, kinds, {key: [mine]}) if mine else None,
                                     around=around)
-    return {c.id for c in candidates_mod.for_mention(key, view, CallState(), cfg)}
+    return candidates_mod.for_mention(key, view, CallState(), cfg), view.names
 
 
 class _Ruled:

@@ -9,15 +9,19 @@ three small sources instead of the bank's whole trigram index:
   whole extent of its words (the trigram index's strict word similarity at 1,
   answered from its shortest posting lists): the identical trigram sets, and
   "acme" in "Acme Inc", "ACME Corp" (legal forms aside, one organisation's
-  name); for a one-word mention, every name holding one of its fit words
-  ("harry", "harold"), similar enough to the key; exact names, aliases and
-  forms come from the exact look-up, as always;
+  name); for a one-word mention, the names holding one of its fit words
+  ("harry", "harold"), similar enough to the key, that can matter: its
+  identical trigram sets, one organisation's name, a nearby hub's partners,
+  and those the other sources find (every Rania of a bank of 1,000,000 is
+  5,000 names, of which a hub is next to about 1.5 %: the others are read
+  and left, _kept); exact names, aliases and forms come from the exact
+  look-up, as always;
 - **partners**: every entity co-occurring with an entity a nearby name of the
   call names (by name or alias, its legal forms aside too), the pairs this
   transaction queued included, unless that entity is a hub (seen with more
   than decide.HUB_PARTNERS others): a hub's partners change no decision
   (decide.hubs_unread_suffice) but as entities a one-word name fits, and
-  those hold one of its fit_words, which the same-name source reads;
+  those hold one of its fit_words, which the same-name source keeps;
 - **recent entities**: every entity last seen within the recency window of an
   event date of the call (through entities_bank_last_seen_idx), and every entity
   this transaction queued a date for.
@@ -25,9 +29,10 @@ three small sources instead of the bank's whole trigram index:
 The entities the call's exact look-up found (and the holders of its
 identifiers) join them: an entity the call resolves early is recent, and a
 partner, for its later facts. The rows read are compared with each key here
-(small_bank.SmallBank: pg_trgm's similarity bit for bit), in the probe's order
-and limit. A call's union serves every mention: a candidate that is of no
-mention's own neighbourhood changes nothing.
+(small_bank.SmallBank: pg_trgm's similarity bit for bit), in the probe's order,
+uncut: the full evaluation scores a mention's whole neighbourhood beside the
+probe's limit (candidates.py). A call's union serves every mention: a
+candidate that is of no mention's own neighbourhood changes nothing.
 
 A nearby entity counts as a hub here only where its partners in the bank
 exceed decide.HUB_PARTNERS and this transaction queued none of its pairs a
@@ -49,6 +54,7 @@ import db
 import decide
 import probe
 import small_bank
+import words
 
 # auto: the neighbourhood is read where the entities table holds this many rows
 # (the planner's estimate); below, the probe's posting lists are short.
@@ -59,14 +65,16 @@ WINDOW_SLACK = 1.0
 
 # The neighbourhood's rows, in the probe's tie order (rank): names holding a
 # word ($8: a key, or a fit word of one) as an extent, at similarity $3 or
-# more to its key ($2); partners of the nearby
-# entities $4 (the bank's pairs and this transaction's queued ones); entities
-# last seen inside a window ($5, $6: epochs) or queued a date by this
-# transaction; the entities $7. The two sources that read entities (names,
-# window: nearly every row) give their columns as read (a row two sources
-# read is the same row: UNION keeps one); only the ids of the others are read
-# by key. (Every row read again by key cost 0.007 ms,
-# 200 ms for the 27,000 rows of a call at 1,000,000 entities.)
+# more to its key ($2), ``kept`` where the key is not one word ($10), the
+# name is identical, or it is a partner of a nearby hub ($9) (else _kept
+# decides); partners of the nearby entities $4 (the bank's pairs and this
+# transaction's queued ones); entities last seen inside a window ($5, $6:
+# epochs) or queued a date by this transaction; the entities $7. The two
+# sources that read entities (names, window: nearly every row) give their
+# columns as read (UNION keeps one of a row two sources read alike; a row
+# read kept and not comes twice, kept first); only the ids of the others
+# are read by key. (Every row read again by key cost 0.007 ms, 200 ms for
+# the 27,000 rows of a call at 1,000,000 entities.)
 SQL_ROWS = """
 WITH ids AS (
     SELECT c.entity_id_2 AS id FROM entity_cooccurrences AS c
@@ -86,17 +94,34 @@ WITH ids AS (
     SELECT unnest($7::uuid[]) AS id
 ),
 
+hubs AS (
+    SELECT unnest($9::uuid[]) AS id
+),
+
 found AS (
-    SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym
-      FROM unnest($2::text[], $8::text[]) AS k (key, word)
+    SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym,
+           NOT e.narrowed OR e.sim >= 1
+           OR EXISTS (SELECT 1 FROM entity_cooccurrences AS c
+                      WHERE c.bank_id = $1 AND c.entity_id_1 = e.id AND c.entity_id_2 IN (SELECT hubs.id FROM hubs)
+                        AND c.cooccurrence_count > 0)
+           OR EXISTS (SELECT 1 FROM entity_cooccurrences AS c
+                      WHERE c.bank_id = $1 AND c.entity_id_2 = e.id AND c.entity_id_1 IN (SELECT hubs.id FROM hubs)
+                        AND c.cooccurrence_count > 0)
+           OR EXISTS (SELECT 1 FROM stats_queue AS q
+                      WHERE q.bank_id = $1 AND q.txid = pg_current_xact_id_if_assigned()
+                        AND ((q.entity_id = e.id AND q.entity_id_2 IN (SELECT hubs.id FROM hubs))
+                             OR (q.entity_id_2 = e.id AND q.entity_id IN (SELECT hubs.id FROM hubs)))) AS kept
+      FROM unnest($2::text[], $8::text[], $10::boolean[]) AS k (key, word, narrowed)
      CROSS JOIN LATERAL (  -- noqa: ST05
-           SELECT x.id, x.canonical_name, x.entity_type, x.last_seen, x.homonym FROM entities AS x
+           SELECT x.id, x.canonical_name, x.entity_type, x.last_seen, x.homonym, k.narrowed,
+                  @trgm@.similarity(lower(x.canonical_name), k.key) AS sim
+             FROM entities AS x
             WHERE x.bank_id @bank_collate@ = $1 AND x.entity_kind <> 'label'
               AND folded(x.canonical_name) OPERATOR (@sim@.%>>) k.word
               AND @trgm@.similarity(lower(x.canonical_name), k.key) >= $3
            OFFSET 0) AS e  -- noqa: AM09
     UNION
-    SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym
+    SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym, TRUE AS kept
       FROM unnest($5::float8[], $6::float8[]) AS w (lo, hi)
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name, x.entity_type, x.last_seen, x.homonym FROM entities AS x
@@ -104,7 +129,7 @@ found AS (
               AND x.entity_kind <> 'label'
            OFFSET 0) AS e  -- noqa: AM09
     UNION
-    SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym
+    SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym, TRUE AS kept
       FROM ids
      CROSS JOIN LATERAL (  -- noqa: ST05
            SELECT x.id, x.canonical_name, x.entity_type, x.last_seen, x.homonym FROM entities AS x
@@ -112,9 +137,9 @@ found AS (
            OFFSET 0) AS e  -- noqa: AM09
 )
 
-SELECT b.key, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id, b.homonym,
-       row_number() OVER (ORDER BY b.key ASC, coalesce(b.entity_type, '') ASC, b.id ASC) AS rank
-  FROM (SELECT found.id, found.canonical_name, found.entity_type, lower(found.canonical_name) AS key,
+SELECT b.key, b.canonical_name, b.last_seen, b.entity_type, b.id::text AS id, b.homonym, b.kept,
+       row_number() OVER (ORDER BY b.key ASC, coalesce(b.entity_type, '') ASC, b.id ASC, b.kept DESC) AS rank
+  FROM (SELECT found.id, found.canonical_name, found.entity_type, found.kept, lower(found.canonical_name) AS key,
                extract(EPOCH FROM found.last_seen)::float8 AS last_seen, found.homonym IS NOT NULL AS homonym
           FROM found) AS b
 """
@@ -128,10 +153,17 @@ class Around(NamedTuple):
     ids: Set[str]                      # entities the call found otherwise (exact look-up, identifiers)
 
 
+def counts(cfg) -> bool:
+    """Whether a mention's neighbourhood holds every candidate that can change its decision (the enhanced
+    profile, under weights by which the name alone, or a hub, cannot reach the threshold): then its
+    candidates are the probe's and the neighbourhood's (candidates.py), and reading the neighbourhood
+    alone decides the same."""
+    return cfg.get("profile") == "enhanced" and decide.neighbourhood_suffices(cfg) and decide.hubs_unread_suffice(cfg)
+
+
 def applies(cfg, mode: str, table_rows: float) -> bool:
     """Whether a call reads its neighbourhood instead of probing the bank in full."""
-    if mode == "off" or cfg.get("profile") != "enhanced" or not decide.neighbourhood_suffices(cfg) \
-            or not decide.hubs_unread_suffice(cfg):
+    if mode == "off" or not counts(cfg):
         return False
     return mode == "on" or table_rows >= AUTO_MIN_ROWS
 
@@ -154,15 +186,18 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
     candidates at trigram similarity ``floor`` or more; ``fit_words``: key -> the fit words of the one-word
     mentions it is probed for (decide.fit_words)."""
     held = [(k, k) for k in keys] + [(k, w) for k in keys for w in sorted(fit_words.get(k, ())) if w != k]
+    one_word = {k for k in keys if len(words.split_words(k)) == 1}
     every = sorted({f for k in keys for f in context_mod.near_forms(around.near.get(k, ()), cfg, data)})
-    near = [r["id"] for r in probe.near_partners(plpy, bank_id, every, decide.HUB_PARTNERS)
-            if r["partners"] <= decide.HUB_PARTNERS or r["unsettled"]] if every else []
+    reached = probe.near_partners(plpy, bank_id, every, decide.HUB_PARTNERS) if every else []
+    near = {r["id"] for r in reached if r["partners"] <= decide.HUB_PARTNERS or r["unsettled"]}
+    hubs = {r["id"] for r in reached} - near
     starts, ends = windows(around.epochs, cfg["recency_window_days"])
-    rows = sorted(db.run(plpy, "neighbourhood_rows", SQL_ROWS,
-                         ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]", "text[]"],
-                         [bank_id, [k for k, _ in held], floor, sorted(set(near)), starts, ends, sorted(around.ids),
-                          [w for _, w in held]]),
-                  key=lambda r: r["rank"])
+    read = db.run(plpy, "neighbourhood_rows", SQL_ROWS,
+                  ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]", "text[]", "uuid[]",
+                   "boolean[]"],
+                  [bank_id, [k for k, _ in held], floor, sorted(near), starts, ends, sorted(around.ids),
+                   [w for _, w in held], sorted(hubs), [k in one_word for k, _ in held]])
+    rows = _kept(sorted(read, key=lambda r: r["rank"]), one_word, data)
     sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(keys))
     key_sets = {k: sets[k] for k in keys}
     name_map = small_bank.NameMap()
@@ -170,3 +205,19 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
     # its trigrams, cost 300 ms here.
     name_map.update({r["key"]: sets[r["key"]] for r in rows}, only=frozenset().union(*key_sets.values()))
     return small_bank.SmallBank(key_sets, rows, name_map)
+
+
+def _kept(rows: List[dict], one_word: Set[str], data) -> List[dict]:
+    """The rows of the neighbourhood, once each (in rank order): a row only a one-word key's holders gave
+    (kept false: not identical, not a nearby hub's partner) is kept when its name is one organisation's
+    with that key, legal forms aside ("acme": "Acme Inc"); the others can change no decision."""
+    out: List[dict] = []
+    ones = {tuple(words.split_words(k)) for k in one_word}
+    seen: Set[str] = set()
+    for r in rows:
+        if r["id"] in seen:
+            continue
+        if r["kept"] or data.strip_suffixes(tuple(words.split_words(r["key"]))) in ones:
+            seen.add(r["id"])
+            out.append(r)
+    return out

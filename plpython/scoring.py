@@ -57,6 +57,9 @@ class Candidate:
     # Created as a homonym (entities.homonym): another entity of the bank
     # holds its name and type first.
     homonym: bool = False
+    # Of the mention's neighbourhood, read past the probe's limit where it binds (candidates.py): kept
+    # whatever its rank.
+    near: bool = False
 
 
 @dataclass

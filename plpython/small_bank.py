@@ -159,9 +159,9 @@ class SmallBank:
         out.sort(key=lambda hit: (-hit[0], hit[1]))
         return out
 
-    def candidates(self, keys: Sequence[str], limit: int, threshold: float,
+    def candidates(self, keys: Sequence[str], limit: Optional[int], threshold: float,
                    identical_only: bool = False) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
-        """probe.candidates' answer (or the identical rows only), from the names read."""
+        """probe.candidates' answer (or the identical rows only), from the names read; None: no limit."""
         by_key: Dict[str, List[Candidate]] = {}
         names: Dict[str, str] = {}
         for key in keys:

@@ -332,13 +332,23 @@ def bank_where_the_fourth_candidate_wins(bank, settings=None):
     return bank.known_with("Alex Morgan", ["Acme", "renewal"], last_seen=NOW)
 
 
-def test_candidates_beyond_max_candidates_are_not_probed(bank):
-    bank_where_the_fourth_candidate_wins(bank, settings={"max_candidates": 3})
+def test_candidates_beyond_max_candidates_are_not_probed_by_the_reference(reference_bank):
+    bank_where_the_fourth_candidate_wins(reference_bank, settings={"profile": "reference", "max_candidates": 3})
 
-    result = bank.resolve("Alex", ["Acme", "renewal"])
+    result = reference_bank.resolve("Alex", ["Acme", "renewal"])
 
     assert result["created"] is True
     assert result["score"] == pytest.approx(0.5 * 0.8)
+
+
+def test_a_candidate_of_the_neighbourhood_beyond_max_candidates_is_scored(bank):
+    # Alex Morgan is fourth by similarity, and a partner of both nearby names: of the mention's
+    # neighbourhood, which the enhanced profile scores past the probe's limit.
+    morgan = bank_where_the_fourth_candidate_wins(bank, settings={"max_candidates": 3})
+
+    result = bank.resolve("Alex", ["Acme", "renewal"])
+
+    assert (result["entity_id"], result["created"]) == (morgan, False)
 
 
 def test_the_same_fourth_candidate_wins_under_the_default_cap(bank):

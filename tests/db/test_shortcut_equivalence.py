@@ -458,24 +458,32 @@ def test_a_heavier_weighting_lets_a_later_candidate_beat_an_identical_name(conn)
 
 def limit_bank(conn):
     """Three names closer to "Telatad Health" than "Telatid Health" is, seen long ago with nobody,
-    under max_candidates 3: the probe (and explain) keep those three; Telatid Health, a partner of
-    the fact's other name and seen today, is the fourth."""
+    under max_candidates 3: the probe keeps those three; Telatid Health, a partner of the fact's other
+    name and seen today, is the fourth."""
     bank = Bank(conn, "limit").create()
     bank.configure({"max_candidates": 3})
     for name in ("Telatad Healthcare", "Telatad Health Group", "Telatad Healthy"):
         bank.entity(name)
-    bank.known_with("Telatid Health", ["Nadia Kowalska"], last_seen=NOW)
-    return bank
+    telatid = bank.known_with("Telatid Health", ["Nadia Kowalska"], last_seen=NOW)
+    return bank, telatid
 
 
-def test_where_the_limit_binds_resolution_decides_as_explain(conn, probe_way, request):
-    if probe_way == "neighbourhood":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=AssertionError,
-            reason="issue 34: the neighbourhood reads a partner the probe's limit cut, and chooses it; explain "
-                   "and the full probe never score it (docs/benchmarks.md: two mentions of a bulk import at "
-                   "100,000 entities)"))
-    bank = limit_bank(conn)
+def test_where_the_limit_binds_the_neighbourhood_is_scored_past_it(conn, probe_way):
+    # The probe's three would make a new entity; the one candidate that can win is of the mention's
+    # neighbourhood (a partner of its nearby name), ranked fourth. Every way scores it, and so does
+    # explain: the answer does not depend on how the bank was read.
+    bank, telatid = limit_bank(conn)
+    rows = {r["canonical_name"]: r for r in bank.explain("Telatad Health", ["Nadia Kowalska"])}
+    assert len(rows) == 4 and rows["Telatid Health"]["decision"] == "chosen"
+    assert rows["Telatid Health"]["considered"]
+    with conn.transaction(force_rollback=True):
+        result = bank.resolve("Telatad Health", ["Nadia Kowalska"])
+    assert (result["entity_id"], result["created"]) == (telatid, False)
+
+
+def test_where_the_limit_binds_the_reference_profile_keeps_the_probe_s_rows(conn, probe_way):
+    bank, _ = limit_bank(conn)
+    bank.configure({"profile": "reference", "max_candidates": 3})
     names = [r["canonical_name"] for r in bank.explain("Telatad Health", ["Nadia Kowalska"])]
     assert len(names) == 3 and "Telatid Health" not in names
     with conn.transaction(force_rollback=True):
