@@ -6,7 +6,8 @@ For each size, a bank built set-based (bench.workloads.build_bank), then dated
 at a constant rate (bench.neighbourhood.SQL_CONSTANT_ACTIVITY: last_seen spread
 over 60 days for every 10,000 entities, so a week of activity holds about as
 many entities at every size, as in a memory that grows at a steady pace). Two
-sessions on it, entity_resolver.neighbourhood_probe off (the full probe) and on;
+sessions on it, entity_resolver.neighbourhood_probe off (the full probe, and the
+neighbourhood where its limit cuts: the full evaluation) and on;
 the same 58-mention batches (make_retain, seeded as bench.run seeds them)
 alternate which session goes first, each rolled back. Reported: each way's
 median and p95, the median of the per-batch ratios, and the mentions whose
@@ -131,7 +132,8 @@ def markdown(r: Dict[str, Any]) -> List[str]:
         "One bank per size, built set-based and dated at a constant rate (last_seen over "
         f"{DAYS_PER_10000:.0f} days per 10,000 entities: a week holds about as many entities at every size). "
         "The same 58-mention batches on two sessions, `entity_resolver.neighbourhood_probe` off (the full "
-        "probe) and on, alternating which goes first, each rolled back (`python -m bench.neighbourhood_speed`):",
+        "probe, and the neighbourhood where its limit cuts) and on, alternating which goes first, each rolled "
+        "back (`python -m bench.neighbourhood_speed`):",
         "",
         "| entities | off: median ms | off: p95 | on: median ms | on: p95 | on ÷ off (median of per-batch) "
         "| mentions decided differently |",

@@ -13,7 +13,7 @@ from errors import InputError
 _PLANS = {}
 _COUNTER = {"statements": 0}
 # What the resolver call in progress read at its start (generic_plans).
-_CALL = {"small_bank_probe": "auto", "neighbourhood_probe": "off", "table_rows": 0.0}
+_CALL = {"small_bank_probe": "auto", "neighbourhood_probe": "auto", "table_rows": 0.0}
 
 # Names substituted into statements, read from the catalog once per session:
 # @trgm@ is pg_trgm's schema (its functions and operators are qualified, so a
@@ -61,7 +61,7 @@ SELECT (SELECT e.extnamespace::regnamespace::text FROM pg_catalog.pg_extension A
 SQL_GENERIC_PLANS_BEGIN = """
 SELECT _generic_plans_begin() AS previous,
        _switch_setting('entity_resolver.small_bank_probe', 'auto', TRUE) AS small_bank_probe,
-       _switch_setting('entity_resolver.neighbourhood_probe', 'off', TRUE) AS neighbourhood_probe,
+       _switch_setting('entity_resolver.neighbourhood_probe', 'auto', TRUE) AS neighbourhood_probe,
        (SELECT c.reltuples FROM pg_catalog.pg_class AS c WHERE c.oid = to_regclass('entities'))::float8
            AS table_rows
 """

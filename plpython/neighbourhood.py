@@ -40,8 +40,8 @@ decrement: the degree the decision sees (the bank's, this call's and this
 transaction's pairs) is then above it too, so a hub skipped here is a hub
 there. Every other nearby entity's partners are read.
 
-entity_resolver.neighbourhood_probe chooses: off (the default, for now) never;
-auto reads the neighbourhood when the entities table holds at least
+entity_resolver.neighbourhood_probe chooses: off never; auto (the default)
+reads the neighbourhood when the entities table holds at least
 AUTO_MIN_ROWS rows (the probe's cost follows the table's posting lists, the
 neighbourhood's the bank's activity); on always, where it applies. The costs
 are in docs/benchmarks.md (issue 34).

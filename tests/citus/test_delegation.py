@@ -109,3 +109,28 @@ def test_a_write_call_asks_no_other_node(citus, distributed):
                 assert relayed == [], (query, relayed)
     distributed.execute("DROP FUNCTION public.count_banks(text)")
     assert stats_differences(distributed, bank) == EXACT
+
+
+def test_where_the_probe_s_limit_binds_the_neighbourhood_past_it_is_read_on_the_bank_s_worker(citus, distributed):
+    # As on one server (tests/db/test_shortcut_equivalence.py): under max_candidates 3 the probe keeps
+    # three closer names seen long ago; Telatid Health, a partner of the nearby name seen today, is
+    # fourth, and the one that can win. The worker reads the neighbourhood past the limit.
+    bank = banks_on(distributed, citus.workers[1].port, 1)[0]
+    for date, mentions in [("2025-01-05T09:00:00Z", ["Telatad Healthcare"]),
+                           ("2025-04-05T09:00:00Z", ["Telatad Health Group"]),
+                           ("2025-07-05T09:00:00Z", ["Telatad Healthy"]),
+                           ("2026-06-01T09:00:00Z", ["Telatid Health", "Nadia Kowalska"])]:
+        distributed.execute(f"INSERT INTO {SCHEMA}.facts (bank_id, mentions, event_date) VALUES (%s, %s, %s)",
+                            (bank, json.dumps(mentions), date))
+    distributed.execute(f"SELECT {SCHEMA}.configure_bank(%s, %s::jsonb)", (bank, json.dumps({"max_candidates": 3})))
+    telatid = distributed.execute(f"SELECT id FROM {SCHEMA}.entities WHERE bank_id = %s AND canonical_name = %s",
+                                  (bank, "Telatid Health")).fetchone()[0]
+    explained = dict(distributed.execute(
+        f"SELECT canonical_name, decision FROM {SCHEMA}.explain_mention(%s, %s, ARRAY['Nadia Kowalska'], %s)",
+        (bank, "Telatad Health", "2026-06-01T10:00:00Z")).fetchall())
+    assert len(explained) == 4 and explained["Telatid Health"] == "chosen"
+    rows, sent = remote_commands(
+        distributed, f"SELECT entity_id, created FROM {SCHEMA}.resolve_mention(%s, %s, ARRAY['Nadia Kowalska'], %s)",
+        (bank, "Telatad Health", "2026-06-01T10:00:00Z"))
+    assert rows == [(telatid, False)]
+    assert {port for _, port in sent} == {citus.workers[1].port}, sent
