@@ -24,7 +24,11 @@ three small sources instead of the bank's whole trigram index:
   those hold one of its fit_words, which the same-name source keeps;
 - **recent entities**: every entity last seen within the recency window of an
   event date of the call (through entities_bank_last_seen_idx), and every entity
-  this transaction queued a date for.
+  this transaction queued a date for. Only those similar to a key can be
+  candidates: a window holding more names than probing the call's keys would
+  cost (small_bank.cheaper_read: a burst of facts on one day, a bank whose
+  whole history is a few weeks) is read through the trigram index instead,
+  its names at the probe's similarity to a key;
 
 The entities the call's exact look-up found (and the holders of its
 identifiers) join them: an entity the call resolves early is recent, and a
@@ -98,6 +102,17 @@ hubs AS (
     SELECT unnest($9::uuid[]) AS id
 ),
 
+wide AS (
+    SELECT count(*) AS n
+      FROM (SELECT 1
+              FROM unnest($5::float8[], $6::float8[]) AS w (lo, hi)
+             CROSS JOIN LATERAL (  -- noqa: ST05
+                   SELECT 1 FROM entities AS x
+                    WHERE x.bank_id = $1 AND x.last_seen > to_timestamp(w.lo) AND x.last_seen < to_timestamp(w.hi)
+                    LIMIT $11 + 1) AS y  -- noqa: AM09
+             LIMIT $11 + 1) AS z  -- noqa: AM09
+),
+
 found AS (
     SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym,
            NOT e.narrowed OR e.sim >= 1
@@ -128,6 +143,19 @@ found AS (
             WHERE x.bank_id = $1 AND x.last_seen > to_timestamp(w.lo) AND x.last_seen < to_timestamp(w.hi)
               AND x.entity_kind <> 'label'
            OFFSET 0) AS e  -- noqa: AM09
+     WHERE (SELECT wide.n FROM wide) <= $11
+    UNION
+    SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym, TRUE AS kept
+      FROM (SELECT DISTINCT unnest($2::text[]) AS key) AS k
+     CROSS JOIN LATERAL (  -- noqa: ST05
+           SELECT x.id, x.canonical_name, x.entity_type, x.last_seen, x.homonym FROM entities AS x
+            WHERE x.bank_id @bank_collate@ = $1 AND x.entity_kind <> 'label'
+              AND folded(x.canonical_name) OPERATOR (@sim@.%) k.key
+              AND @trgm@.similarity(lower(x.canonical_name), k.key) >= $3
+              AND EXISTS (SELECT 1 FROM unnest($5::float8[], $6::float8[]) AS w (lo, hi)
+                           WHERE x.last_seen > to_timestamp(w.lo) AND x.last_seen < to_timestamp(w.hi))
+           OFFSET 0) AS e  -- noqa: AM09
+     WHERE (SELECT wide.n FROM wide) > $11
     UNION
     SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym, TRUE AS kept
       FROM ids
@@ -194,9 +222,10 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
     starts, ends = windows(around.epochs, cfg["recency_window_days"])
     read = db.run(plpy, "neighbourhood_rows", SQL_ROWS,
                   ["text", "text[]", "float8", "uuid[]", "float8[]", "float8[]", "uuid[]", "text[]", "uuid[]",
-                   "boolean[]"],
+                   "boolean[]", "int"],
                   [bank_id, [k for k, _ in held], floor, sorted(near), starts, ends, sorted(around.ids),
-                   [w for _, w in held], sorted(hubs), [k in one_word for k, _ in held]])
+                   [w for _, w in held], sorted(hubs), [k in one_word for k, _ in held],
+                   small_bank.cheaper_read(len(keys), db.call_setting("table_rows"))])
     rows = _kept(sorted(read, key=lambda r: r["rank"]), one_word, data)
     sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(keys))
     key_sets = {k: sets[k] for k in keys}

@@ -233,6 +233,27 @@ def test_a_batch_decides_as_explain_on_a_random_stream(conn, bench_bank, profile
     assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
 
 
+def crowd(conn, rows):
+    """Another bank of ``rows`` entities in the same table, analysed: the table the planner (and the
+    resolver's cost model) then sees."""
+    conn.execute("INSERT INTO entity_resolver.banks (bank_id) VALUES ('crowd')")
+    conn.execute("INSERT INTO entity_resolver.entities (bank_id, canonical_name)"
+                 " SELECT 'crowd', 'crowd ' || g FROM generate_series(1, %s) AS g", (rows,))
+    conn.execute("ANALYZE entity_resolver.entities")
+
+
+def test_a_batch_beside_a_crowd_decides_as_explain(conn, bench_bank, probe_way):
+    # The neighbourhood reads a recency window whole, or, where that holds more names than probing
+    # the call's keys would cost (small_bank.cheaper_read, from the table's rows), only its names
+    # similar to a key, through the trigram index. Alone in its table this bank's windows go by name;
+    # beside 60,000 other rows a batch's windows are read whole. Either way, explain's decisions.
+    crowd(conn, 60000)
+    set_profile(conn, bench_bank.bank_id, "enhanced")
+    mentions = [(text, nearby, workloads.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
+    matched = check_batches(conn, bench_bank.bank_id, mentions, workloads.BATCH_MENTIONS, probe_way)
+    assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
+
+
 # -- hubs: a nearby name seen with more than decide.HUB_PARTNERS entities -----------------
 
 @pytest.fixture
