@@ -25,10 +25,10 @@ three small sources instead of the bank's whole trigram index:
 - **recent entities**: every entity last seen within the recency window of an
   event date of the call (through entities_bank_last_seen_idx), and every entity
   this transaction queued a date for. Only those similar to a key can be
-  candidates: a window holding more names than probing the call's keys would
-  cost (small_bank.cheaper_read: a burst of facts on one day, a bank whose
-  whole history is a few weeks) is read through the trigram index instead,
-  its names at the probe's similarity to a key;
+  candidates: a window holding more names than finding those would cost
+  (window_whole_max: a burst of facts on one day, a bank whose whole
+  history is a few weeks) is read through the trigram index instead, its
+  names at the probe's similarity to a key;
 
 The entities the call's exact look-up found (and the holders of its
 identifiers) join them: an entity the call resolves early is recent, and a
@@ -66,6 +66,15 @@ AUTO_MIN_ROWS = 50000
 # Seconds added to each side of a recency window: the window is read wider than
 # scoring.recency_score counts it, never narrower.
 WINDOW_SLACK = 1.0
+# A window's names similar to a key, through the trigram index, cost about this
+# many ns per key and row of the table (3 ms a key at 100,000 rows: the
+# index's posting lists, then each row's similarity); read whole, a name costs
+# small_bank.READ_NS_PER_NAME (its trigrams made, its similarities computed
+# here). So a window is read whole up to window_whole_max names. (EXPLAIN
+# ANALYZE of one fact's statement at 100,000: a window of 62 names read by
+# name for 4 keys, 62 ms with the timing's overhead, against about 1.5 ms
+# whole; docs/benchmarks.md.)
+WINDOW_BY_NAME_NS_PER_TABLE_ROW = 30.0
 
 # The neighbourhood's rows, in the probe's tie order (rank): names holding a
 # word ($8: a key, or a fit word of one) as an extent, at similarity $3 or
@@ -196,6 +205,13 @@ def applies(cfg, mode: str, table_rows: float) -> bool:
     return mode == "on" or table_rows >= AUTO_MIN_ROWS
 
 
+def window_whole_max(n_keys: int, table_rows: float) -> int:
+    """The most names a call's recency windows may hold to be read whole; past it, only their names similar
+    to one of the ``n_keys`` keys are read, through the trigram index."""
+    return int(max(n_keys, 0) * max(table_rows, 0.0) * WINDOW_BY_NAME_NS_PER_TABLE_ROW
+               / small_bank.READ_NS_PER_NAME)
+
+
 def windows(epochs: Iterable[float], days: float) -> Tuple[List[float], List[float]]:
     """The recency windows around the dates, overlapping ones joined: (starts, ends), in epochs."""
     half = days * 86400.0 + WINDOW_SLACK
@@ -225,7 +241,7 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
                    "boolean[]", "int"],
                   [bank_id, [k for k, _ in held], floor, sorted(near), starts, ends, sorted(around.ids),
                    [w for _, w in held], sorted(hubs), [k in one_word for k, _ in held],
-                   small_bank.cheaper_read(len(keys), db.call_setting("table_rows"))])
+                   window_whole_max(len(set(keys)), db.call_setting("table_rows"))])
     rows = _kept(sorted(read, key=lambda r: r["rank"]), one_word, data)
     sets = small_bank.trigram_sets(plpy, {r["key"] for r in rows} | set(keys))
     key_sets = {k: sets[k] for k in keys}

@@ -81,12 +81,6 @@ SELECT t.text, array_to_string(@trgm@.show_trgm(t.text), chr(%d)) AS tri
 """ % ord(trigrams.SEPARATOR)
 
 
-def cheaper_read(n_keys: int, table_rows: float) -> int:
-    """The most names that are cheaper to read and compare here than to probe ``n_keys`` keys through the
-    index of a table of ``table_rows`` rows (the cost model above)."""
-    return int(max(n_keys, 0) * max(table_rows, 0.0) * INDEX_NS_PER_TABLE_ROW / READ_NS_PER_NAME)
-
-
 def worth_reading(mode: str, n_keys: int, table_rows: float) -> int:
     """The most names a bank may have for reading it whole to pay (0: use the index)."""
     if mode == "off" or n_keys <= 0:
@@ -95,7 +89,7 @@ def worth_reading(mode: str, n_keys: int, table_rows: float) -> int:
         return BANK_MAX
     if table_rows <= 0:
         return 0
-    most = min(BANK_MAX, cheaper_read(n_keys, table_rows))
+    most = min(BANK_MAX, int(n_keys * table_rows * INDEX_NS_PER_TABLE_ROW / READ_NS_PER_NAME))
     return most if most >= WORTH_MIN else 0
 
 

@@ -233,6 +233,18 @@ def test_a_batch_decides_as_explain_on_a_random_stream(conn, bench_bank, profile
     assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
 
 
+def test_a_window_holding_the_bank_is_read_by_name_and_decides_as_explain(conn, bench_bank, probe_way):
+    # A window of a year holds the whole bank (1,500 names), more than the neighbourhood reads whole for
+    # a batch (neighbourhood.window_whole_max: about 60 names for its keys in a table of 1,500 rows):
+    # only the window's names similar to a key are read, through the trigram index. Either way of
+    # reading a window, explain's decisions.
+    conn.execute("SELECT entity_resolver.configure_bank(%s, %s::jsonb)",
+                 (bench_bank.bank_id, json.dumps({"profile": "enhanced", "recency_window_days": 365})))
+    mentions = [(text, nearby, workloads.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
+    matched = check_batches(conn, bench_bank.bank_id, mentions, workloads.BATCH_MENTIONS, probe_way)
+    assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
+
+
 def crowd(conn, rows):
     """Another bank of ``rows`` entities in the same table, analysed: the table the planner (and the
     resolver's cost model) then sees."""
@@ -242,11 +254,9 @@ def crowd(conn, rows):
     conn.execute("ANALYZE entity_resolver.entities")
 
 
-def test_a_batch_beside_a_crowd_decides_as_explain(conn, bench_bank, probe_way):
-    # The neighbourhood reads a recency window whole, or, where that holds more names than probing
-    # the call's keys would cost (small_bank.cheaper_read, from the table's rows), only its names
-    # similar to a key, through the trigram index. Alone in its table this bank's windows go by name;
-    # beside 60,000 other rows a batch's windows are read whole. Either way, explain's decisions.
+def test_a_window_beside_a_crowd_is_read_whole_and_decides_as_explain(conn, bench_bank, probe_way):
+    # Beside 60,000 rows of another bank, a week's window (about 150 names) costs less read whole than
+    # through the trigram index (window_whole_max: some 2,500 names for a batch's keys).
     crowd(conn, 60000)
     set_profile(conn, bench_bank.bank_id, "enhanced")
     mentions = [(text, nearby, workloads.NOW) for text, nearby in with_nearby(bench_facts(bench_bank))]
