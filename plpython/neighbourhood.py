@@ -87,7 +87,8 @@ WINDOW_BY_NAME_NS_PER_TABLE_ROW = 30.0
 # columns as read (UNION keeps one of a row two sources read alike; a row
 # read kept and not comes twice, kept first); only the ids of the others
 # are read by key. (Every row read again by key cost 0.007 ms, 200 ms for
-# the 27,000 rows of a call at 1,000,000 entities.)
+# the 27,000 rows of a call at 1,000,000 entities.) A holder's similarity
+# is computed once, under the fence (OFFSET 0), and filtered above it.
 SQL_ROWS = """
 WITH ids AS (
     SELECT c.entity_id_2 AS id FROM entity_cooccurrences AS c
@@ -142,8 +143,8 @@ found AS (
              FROM entities AS x
             WHERE x.bank_id @bank_collate@ = $1 AND x.entity_kind <> 'label'
               AND folded(x.canonical_name) OPERATOR (@sim@.%>>) k.word
-              AND @trgm@.similarity(lower(x.canonical_name), k.key) >= $3
            OFFSET 0) AS e  -- noqa: AM09
+     WHERE e.sim >= $3
     UNION
     SELECT e.id, e.canonical_name, e.entity_type, e.last_seen, e.homonym, TRUE AS kept
       FROM unnest($5::float8[], $6::float8[]) AS w (lo, hi)
