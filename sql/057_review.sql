@@ -9,11 +9,15 @@
 --   both), or whose names the resolver's screening lets stand for each other
 --   only with context (a nickname, an initial, a shorter name the other's
 --   words cover: _name_fits, plpython/review.py), which the resolver did not
---   have. Pairs judged distinct (mark_distinct) are not items. The fix is
---   the merge of the one with fewer mentions into the other.
+--   have; or two entities holding one identifying value, whatever their
+--   names. Pairs judged distinct (mark_distinct), and pairs a distinguishing
+--   attribute tells apart (each holds values of it, none in common), are not
+--   items. The fix is the merge of the one with fewer mentions into the other.
 -- * likely_over_merge: an entity whose facts fall into two or more groups
 --   with no partner in common (facts linked when they share a partner
---   entity); the fix is the split of the smaller group's facts.
+--   entity), or whose mentions gave two values or more of one identifying or
+--   distinguishing attribute (facts grouped by value); the fix is the split
+--   of the smaller group's facts.
 -- * close_call: a recent decision of the resolver (provenance: mentions
 --   decided in the last _close_call_days() days) whose score was within
 --   _close_call_margin() of the bank's threshold. Resolved into an entity:
@@ -187,6 +191,8 @@ DECLARE
     -- kinds): a value held by an entity makes it a candidate of an ambiguous
     -- mention that carries it.
     identifying text[] := _attribute_names(settings, 'identifying');
+    -- And those it reads as distinguishing: one entity, one value.
+    distinguishing text[] := _attribute_names(settings, 'distinguishing');
 BEGIN
     -- Every item of the bank, dismissed or not (review_queue filters).
     RETURN QUERY
@@ -197,17 +203,64 @@ BEGIN
         INNER JOIN unit_entities AS y ON x.bank_id = y.bank_id AND x.unit_id = y.unit_id
         WHERE x.bank_id = _review_items.bank_id AND y.bank_id = _review_items.bank_id AND x.entity_id <> y.entity_id
     ),
+    held AS (
+        -- The identifying and distinguishing values each entity's mentions
+        -- gave (entity_attributes).
+        SELECT ea.entity_id AS entity, ea.attribute, ea.value, ea.attribute = ANY(identifying) AS identifying
+        FROM entity_attributes AS ea
+        WHERE
+            ea.bank_id = _review_items.bank_id
+            AND (ea.attribute = ANY(identifying) OR ea.attribute = ANY(distinguishing))
+    ),
+    same_value AS (
+        -- Two entities holding one identifying value (one value, one
+        -- entity): close whatever their names.
+        SELECT x.entity AS a_id, y.entity AS b_id, array_agg(DISTINCT x.attribute ORDER BY x.attribute) AS attributes
+        FROM held AS x
+        INNER JOIN held AS y ON x.attribute = y.attribute AND x.value = y.value AND x.entity < y.entity
+        WHERE x.identifying
+        GROUP BY x.entity, y.entity
+    ),
+    pairs AS (
+        -- Close names and values in common, each pair once.
+        SELECT u.a_id, u.b_id, max(u.sim) AS sim
+        FROM (
+            SELECT p.a_id, p.b_id, p.sim FROM _close_names(_review_items.bank_id) AS p
+            UNION ALL
+            SELECT
+                v.a_id, v.b_id,
+                {{ trgm_schema }}.similarity(folded(a.canonical_name), folded(b.canonical_name))::float8 AS sim
+            FROM same_value AS v
+            INNER JOIN entities AS a ON a.bank_id = _review_items.bank_id AND v.a_id = a.id
+            INNER JOIN entities AS b ON b.bank_id = _review_items.bank_id AND v.b_id = b.id
+            WHERE a.entity_kind = 'regular' AND b.entity_kind = 'regular'
+        ) AS u
+        GROUP BY u.a_id, u.b_id
+    ),
+    apart AS (
+        -- Pairs a distinguishing attribute tells apart: each holds values of
+        -- it, none in common (two people of one name, born years apart).
+        SELECT p.a_id, p.b_id
+        FROM pairs AS p
+        INNER JOIN held AS x ON p.a_id = x.entity
+        INNER JOIN held AS y ON p.b_id = y.entity AND x.attribute = y.attribute
+        WHERE NOT x.identifying
+        GROUP BY p.a_id, p.b_id, x.attribute
+        HAVING NOT bool_or(x.value = y.value)
+    ),
     close AS (
         SELECT a.id AS a_id, a.canonical_name AS a_name, a.mention_count AS a_count,
             b.id AS b_id, b.canonical_name AS b_name, b.mention_count AS b_count,
-            p.sim,
+            p.sim, v.attributes AS same_values,
             row_number() OVER (ORDER BY a.id, b.id) AS n
-        FROM _close_names(_review_items.bank_id) AS p
+        FROM pairs AS p
         INNER JOIN entities AS a ON a.bank_id = _review_items.bank_id AND a.id = p.a_id
         INNER JOIN entities AS b ON b.bank_id = _review_items.bank_id AND b.id = p.b_id
+        LEFT JOIN same_value AS v ON p.a_id = v.a_id AND p.b_id = v.b_id
         WHERE
             _types_compatible(a.entity_type, b.entity_type)
             AND NOT _judged_distinct(_review_items.bank_id, a.id, b.id)
+            AND NOT EXISTS (SELECT 1 FROM apart AS t WHERE t.a_id = p.a_id AND t.b_id = p.b_id)
     ),
     chunks AS (
         -- The pairs in chunks of 50,000 (n has no gaps): one array of each
@@ -264,9 +317,10 @@ BEGIN
         'likely_duplicate'::text,
         -- Name evidence: 1 for two names the resolver's rules read as one
         -- name (a nickname, an initial, a name in short) and that fit no
-        -- other name of the bank so, else the trigram similarity; times the
-        -- partners in common, damped.
-        round((CASE WHEN s.only_fit THEN 1 ELSE s.sim END * (1 + ln(1 + s.shared)))::numeric, 3),
+        -- other name of the bank so, or that hold one identifying value,
+        -- else the trigram similarity; times the partners in common, damped.
+        round((CASE WHEN s.only_fit OR s.same_values IS NOT NULL THEN 1 ELSE s.sim END
+            * (1 + ln(1 + s.shared)))::numeric, 3),
         ARRAY[s.a_id, s.b_id],
         ARRAY[s.a_name, s.b_name],
         jsonb_build_object(
@@ -277,10 +331,15 @@ BEGIN
                     WHEN 'variant' THEN ', one a nickname of the other'
                     WHEN 'covered' THEN ', one the other in short'
                     ELSE ''
+                END
+                || CASE
+                    WHEN s.same_values IS NOT NULL THEN format(', the same %s', array_to_string(s.same_values, ', '))
+                    ELSE ''
                 END, s.shared),
             'name_similarity', round(s.sim::numeric, 3),
             'names_fit', s.fit,
             'names_fit_only_each_other', s.only_fit,
+            'identifying_in_common', coalesce(to_jsonb(s.same_values), '[]'),
             'shared_partners', s.shared
         ),
         s.shared::numeric,
@@ -294,8 +353,9 @@ BEGIN
         END
     FROM supported AS s
     -- Partners in common support a pair; so do names the resolver would let
-    -- stand for each other only with context (_name_fits).
-    WHERE s.shared > 0 OR s.fit IS NOT NULL;
+    -- stand for each other only with context (_name_fits), and an
+    -- identifying value in common.
+    WHERE s.shared > 0 OR s.fit IS NOT NULL OR s.same_values IS NOT NULL;
 
     RETURN QUERY
     WITH RECURSIVE facts_of AS (
@@ -332,16 +392,70 @@ BEGIN
             count(*) OVER (PARTITION BY g.entity) AS n_groups, sum(g.n) OVER (PARTITION BY g.entity) AS n_facts
         FROM groups AS g
         ORDER BY g.entity, g.n, g.label
+    ),
+    valued AS (
+        -- The facts of an entity by the value its mentions there gave an
+        -- identifying or distinguishing attribute.
+        SELECT m.entity_id AS entity, a.key AS attribute, a.value, a.key = ANY(distinguishing) AS telling,
+            array_agg(DISTINCT m.unit_id ORDER BY m.unit_id) AS units
+        FROM mentions AS m
+        CROSS JOIN LATERAL jsonb_each_text(m.attributes) AS a (key, value)
+        WHERE
+            m.bank_id = _review_items.bank_id AND m.attributes IS NOT NULL
+            AND (a.key = ANY(identifying) OR a.key = ANY(distinguishing))
+        GROUP BY m.entity_id, a.key, a.value
+    ),
+    by_value AS (
+        -- Entities holding two values or more of one attribute, and the facts
+        -- of the value given least: one entity has one value of a
+        -- distinguishing attribute (two birth dates are two people), and one
+        -- value of an identifying one is one entity's (two email addresses
+        -- may be two people, or one with two).
+        SELECT DISTINCT ON (v.entity) v.entity, v.units AS smallest, cardinality(v.units) AS smallest_n,
+            v.n_groups, v.n_facts, v.attribute, v.telling
+        FROM (
+            SELECT x.entity, x.attribute, x.value, x.telling, x.units,
+                count(*) OVER w AS n_groups, sum(cardinality(x.units)) OVER w AS n_facts
+            FROM valued AS x
+            WINDOW w AS (PARTITION BY x.entity, x.attribute)
+        ) AS v
+        WHERE v.n_groups >= 2
+        ORDER BY v.entity, v.telling DESC, cardinality(v.units), v.attribute, v.value
+    ),
+    found AS (
+        -- The evidence of each entity: groups of partners scored by their
+        -- balance (twice the smallest's share); values, by theirs, and one
+        -- more for a distinguishing attribute's (a conflict, not a guess).
+        SELECT sp.entity, sp.smallest, sp.smallest_n, sp.n_groups, sp.n_facts, NULL::text AS attribute,
+            round((sp.smallest_n::numeric / sp.n_facts) * 2, 3) AS score
+        FROM split AS sp
+        WHERE sp.n_groups >= 2
+        UNION ALL
+        SELECT b.entity, b.smallest, b.smallest_n, b.n_groups, b.n_facts, b.attribute,
+            round(CASE WHEN b.telling THEN 1 ELSE 0 END + (b.smallest_n::numeric / b.n_facts) * 2, 3)
+        FROM by_value AS b
+    ),
+    best AS (
+        -- One item per entity: its strongest evidence.
+        SELECT DISTINCT ON (f.entity) f.*
+        FROM found AS f
+        ORDER BY f.entity, f.score DESC, f.attribute NULLS LAST
     )
     SELECT
         format('likely_over_merge:%s', e.id),
         'likely_over_merge'::text,
-        round((sp.smallest_n::numeric / sp.n_facts) * 2, 3),
+        sp.score,
         ARRAY[e.id],
         ARRAY[e.canonical_name],
         jsonb_build_object(
-            'why', format('%s: %s facts in %s groups sharing no partner; the smallest has %s',
-                quote_literal(e.canonical_name), sp.n_facts, sp.n_groups, sp.smallest_n),
+            'why', CASE
+                WHEN sp.attribute IS NULL
+                    THEN format('%s: %s facts in %s groups sharing no partner; the smallest has %s',
+                        quote_literal(e.canonical_name), sp.n_facts, sp.n_groups, sp.smallest_n)
+                ELSE format('%s: its mentions in %s facts gave %s values of %s; the one given least is in %s',
+                    quote_literal(e.canonical_name), sp.n_facts, sp.n_groups, sp.attribute, sp.smallest_n)
+            END,
+            'attribute', sp.attribute,
             'groups', sp.n_groups,
             'facts', sp.n_facts,
             'unit_ids', to_jsonb(sp.smallest),
@@ -353,9 +467,8 @@ BEGIN
         sp.smallest_n::numeric,
         format('SELECT %I.split_entity(%L, %L, %L::uuid[], %L, dry_run => true);',
             current_schema(), _review_items.bank_id, e.id, sp.smallest::text, e.canonical_name || ' (split)')
-    FROM split AS sp
-    INNER JOIN entities AS e ON e.bank_id = _review_items.bank_id AND sp.entity = e.id
-    WHERE sp.n_groups >= 2;
+    FROM best AS sp
+    INNER JOIN entities AS e ON e.bank_id = _review_items.bank_id AND sp.entity = e.id;
 
     RETURN QUERY
     WITH recent AS (
@@ -663,8 +776,9 @@ END;
 $$;
 
 COMMENT ON FUNCTION {{ schema }}.review_queue(text, integer) IS
-'What an operator should review, best first: likely duplicates (close names of one type, partners in common, not '
-'judged distinct), likely over-merges (facts in groups sharing no partner) and close calls (recent decisions '
+'What an operator should review, best first: likely duplicates (close names of one type, partners in common or an '
+'identifying value, not judged distinct or told apart by a distinguishing value), likely over-merges (facts in '
+'groups sharing no partner, or giving two values of one attribute) and close calls (recent decisions '
 'within a margin of the threshold), each with its evidence and the dry run that would fix it. Dismissed items '
 '(dismiss_review) stay out until their evidence grows.';
 

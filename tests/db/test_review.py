@@ -131,6 +131,60 @@ def test_an_untyped_entity_does_not_conflict_with_a_typed_one(conn):
     assert [r[0] for r in rows] == [False, True, True, True, True]
 
 
+def test_two_entities_a_distinguishing_attribute_tells_apart_are_no_likely_duplicate(conn):
+    """Two Maria Schmidts born years apart, both seen with Acme: one name, a partner in common, and
+    still two people (one entity, one birth date)."""
+    for n, born in enumerate(["1961-05-03", "1985-01-01"], 1):
+        insert_fact(conn, "born", [maria({"birth_date": born}), "Acme"], fact_id=f"f{n}")
+    ids = {str(r[0]) for r in conn.execute(f"SELECT id FROM {ER}.entities WHERE bank_id = 'born'"
+                                           " AND canonical_name = 'Maria Schmidt'")}
+    assert len(ids) == 2
+    assert duplicates(conn, "born") == []
+
+
+def test_two_entities_holding_one_email_are_a_likely_duplicate_whatever_their_names(conn):
+    """"Bobby" arrived with Robert Smith's address and a split made him an entity of his own: the names
+    are not close, the address (one value, one entity) makes the pair an item."""
+    for n in (1, 2):
+        insert_fact(conn, "mail", [{"text": "Robert Smith", "attributes": {"email": "rob@acme.example"}}, "Acme"],
+                    fact_id=f"r{n}")
+    unit = insert_fact(conn, "mail", [{"text": "Bobby", "attributes": {"email": "ROB@acme.example"}}, "Oslo"],
+                       fact_id="b1")
+    robert = entity_id(conn, "mail", "Robert Smith")
+    call(conn, "split_entity", "mail", robert, [unit], "Bobby")
+    [item] = duplicates(conn, "mail")
+    assert sorted(item["names"]) == ["Bobby", "Robert Smith"]
+    ev = item["evidence"]
+    assert ev["identifying_in_common"] == ["email"] and ev["shared_partners"] == 0
+    assert ev["name_similarity"] < 0.3 and "the same email" in ev["why"] and item["score"] == 1
+    plan = run(conn, item["fix"])
+    assert plan["dry_run"] is True and plan["target"]["entity_id"] == robert
+
+
+@pytest.mark.parametrize("attribute, values, score", [
+    # One entity, one birth date: two are a conflict, ranked over every balance of partners.
+    ("birth_date", ["1961-05-03", "1961-05-03", "1985-01-01"], 1.667),
+    # One address, one entity: an entity of two may be two people, or one with two addresses.
+    ("email", ["m@a.example", "m@a.example", "m@b.example"], 0.667),
+])
+def test_an_entity_holding_two_values_of_an_attribute_is_a_likely_over_merge_of_the_fewer(
+        conn, attribute, values, score):
+    """Every fact is with Acme, so no group of partners tells the facts apart; the values do."""
+    units = [insert_fact(conn, "two", [maria({attribute: v}), "Acme"], fact_id=f"f{n}")
+             for n, v in enumerate(values, 1)]
+    ids = [str(r[0]) for r in conn.execute(f"SELECT id FROM {ER}.entities WHERE bank_id = 'two'"
+                                           " AND canonical_name = 'Maria Schmidt' ORDER BY homonym NULLS FIRST")]
+    if len(ids) == 2:  # the birth date made a homonym: an operator's merge makes the over-merge
+        call(conn, "merge_entities", "two", [ids[1]], ids[0])
+    [item] = [r for r in queue(conn, "two") if r["kind"] == "likely_over_merge"]
+    assert [str(x) for x in item["entity_ids"]] == [ids[0]] and float(item["score"]) == score
+    ev = item["evidence"]
+    assert ev["attribute"] == attribute and ev["unit_ids"] == [units[2]] and ev["fact_ids"] == ["f3"]
+    assert ev["groups"] == 2 and ev["facts"] == 3 and f"2 values of {attribute}" in ev["why"]
+    plan = run(conn, item["fix"])
+    assert plan["dry_run"] is True and plan["kind"] == "split"
+
+
 @pytest.mark.parametrize("bank_id, error, message", [
     (None, psycopg.errors.NullValueNotAllowed, "^bank_id: must not be null"),
     ("  ", psycopg.errors.InvalidParameterValue, "^bank_id: must not be empty or blank"),
