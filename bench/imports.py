@@ -138,14 +138,15 @@ def _import(dsn: str, path: Path, batch: int, src: Optional[Path]) -> Dict[str, 
 
 
 def _untyped(path: Path) -> str:
-    """A corpus file without mention types: the baseline's importer refuses the key, and all
-    three imports must read the same stream (the types matter to accuracy, not to speed)."""
+    """A corpus file without mention types and attributes: the baseline's importer refuses both keys,
+    and all three imports must read the same stream (they matter to accuracy, not to speed)."""
     lines = []
     for line in path.read_text(encoding="utf-8").splitlines():
         fact = json.loads(line)
         for m in fact.get("mentions", []):
             if isinstance(m, dict):
                 m.pop("type", None)
+                m.pop("attributes", None)
         lines.append(json.dumps(fact, ensure_ascii=False) + "\n")
     return "".join(lines)
 
@@ -184,8 +185,8 @@ def markdown(result: Dict[str, Any]) -> str:
         f"({result['default_batch']} facts per INSERT), `--batch 1`, and the {result['baseline']} release "
         "(0.1.0, whose batches resolved a statement's facts together against the bank as it was before "
         "the statement) at its default batch. Every batch leaves the bank exactly as fact by fact "
-        "(tests/db/test_batch_neutrality.py). The corpora are imported without their mention types, "
-        "which 0.1.0 does not read.",
+        "(tests/db/test_batch_neutrality.py). The corpora are imported without their mention types and "
+        "attributes, which 0.1.0 does not read.",
         "",
         "| stream | facts | default batch (s) | `--batch 1` (s) | 0.1.0 default batch (s) "
         "| `--batch 1` / default | default / 0.1.0 |",
