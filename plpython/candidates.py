@@ -198,7 +198,15 @@ def _neighbourhood(plpy, bank, keys: List[str], threshold: float, around: neighb
 def _add_neighbourhood(plpy, bank, keys: List[str], by_key: Dict[str, List[Candidate]], names: Dict[str, str],
                        threshold: float, around: neighbourhood.Around, hits, forms: Dict[str, Forms], cfg,
                        data) -> None:
-    """The keys' neighbourhoods added to their candidates, each candidate once, in probe order."""
+    """The keys' neighbourhoods added to their candidates, each candidate once, in probe order.
+
+    A call of several facts adds every candidate its probe found for any key:
+    an earlier fact may go to one, which fact by fact is then recent for the
+    later facts, of their neighbourhood where the limit cuts it from their
+    keys' probes (a few more rows, of no neighbourhood, change no decision).
+    """
+    if around.facts > 1:
+        around = around._replace(ids=around.ids | {c.id for cands in by_key.values() for c in cands})
     read, read_names = _neighbourhood(plpy, bank, keys, threshold, around, hits, forms, cfg, data)
     for k in keys:
         near = {c.id: c for c in read.get(k, ())}
@@ -268,8 +276,8 @@ def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
     forms = view.forms.get(key)
     if forms is None or not (forms.probed or forms.exact):
         if not mine:
-            return bank_side
-        return _cut(sorted(bank_side + mine, key=probe.order_key), cfg)
+            return _cut(bank_side, state, cfg)
+        return _cut(sorted(bank_side + mine, key=probe.order_key), state, cfg)
     found = bank_side + mine
     for f in forms.probed:
         found.extend(dataclasses.replace(c, form=f)
@@ -281,13 +289,24 @@ def for_mention(key: str, view: View, state: CallState, cfg) -> List[Candidate]:
         old = best.get(c.id)
         if old is None or c.trigram_similarity > old.trigram_similarity:
             best[c.id] = c
-    return _cut(sorted(best.values(), key=probe.order_key), cfg)
+    return _cut(sorted(best.values(), key=probe.order_key), state, cfg)
 
 
-def _cut(ranked: List[Candidate], cfg) -> List[Candidate]:
-    """The probe's limit on candidates in probe order; those of the neighbourhood stay whatever their rank."""
+def _cut(ranked: List[Candidate], state: CallState, cfg) -> List[Candidate]:
+    """The probe's limit on candidates in probe order; those of the neighbourhood stay whatever their rank.
+
+    So do, where the neighbourhood counts, the entities an earlier fact of the
+    call went to or created: fact by fact they would be in the bank as those
+    facts left it, recent and partners of the names they came with, and
+    scored past the limit as of the neighbourhood, so one statement of many
+    facts decides as one statement per fact. The few of no neighbourhood it
+    keeps too change no decision (docs/design.md 3.11).
+    """
     limit = cfg["max_candidates"]
-    return ranked[:limit] + [c for c in ranked[limit:] if c.near]
+    if len(ranked) <= limit:
+        return ranked
+    touched = (state.latest.keys() | state.by_id.keys()) if neighbourhood.counts(cfg) else set()
+    return ranked[:limit] + [c for c in ranked[limit:] if c.near or c.id in touched]
 
 
 def effective_last_seen(c: Candidate, view: View, state: CallState):

@@ -189,6 +189,7 @@ class Around(NamedTuple):
     near: Dict[str, Set[str]]          # key -> the nearby names of its mentions
     epochs: Set[float]
     ids: Set[str]                      # entities the call found otherwise (exact look-up, identifiers)
+    facts: int = 1                     # how many facts the call decides
 
 
 def counts(cfg) -> bool:

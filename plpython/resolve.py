@@ -466,7 +466,7 @@ def _around(call: Call, holders) -> neighbourhood.Around:
         near.setdefault(call.folded.keys[i], set()).update(call.folded.nearby[i])
     epochs = {call.folded.epochs[i] for i in call.regular if call.folded.epochs[i] is not None}
     ids = {r["id"] for rows in (holders or {}).values() for r in rows}
-    return neighbourhood.Around(near, epochs, ids)
+    return neighbourhood.Around(near, epochs, ids, len(call.folded.spans))
 
 
 def _prepare(plpy, bank, facts: List[Fact], default_event_date) -> Call:
