@@ -168,8 +168,8 @@ TELATAD = [(n, [name], START - timedelta(days=400 + n))
 
 def limited_story(conn, fresh_banks, old, story):
     """``old`` fact by fact into two banks under max_candidates 3; then ``story`` fact by fact into one
-    and as one statement into the other. Asserts the two end alike; returns the statement's bank and
-    where each of its mentions went ((fact, mention) -> entity name)."""
+    and as one statement into the other. Asserts the two end alike; returns where each mention of the
+    statement's bank went ((fact, mention) -> entity name)."""
     reference, batched = fresh_banks()
     for bank in (reference, batched):
         conn.execute(f"SELECT {ER}.configure_bank(%s, %s::jsonb)", (bank, json.dumps({"max_candidates": 3})))
