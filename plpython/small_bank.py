@@ -22,6 +22,7 @@ the cost model below says it is cheaper; on reads any bank of at most BANK_MAX
 regular entities; off always uses the index.
 """
 
+from collections import Counter
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import db
@@ -123,21 +124,39 @@ class NameMap:
         """(similarity, name) of every name at or above ``threshold`` (> 0).
 
         A name reaching the threshold holds one of the key's rarest
-        trigrams.prefix_length of them: only those are walked.
+        trigrams.prefix_length of them: only those are walked, counting how
+        many of them each name holds. With the few trigrams not walked, that
+        is how many it shares with the key, which says whether it reaches
+        the threshold (trigrams.least_common): in a window of 10,000 names,
+        most names a key's walked trigrams reach share one or two, and only
+        the names that reach it have their similarity computed.
         """
         if not key:
             return []
         by_rarity = sorted(key, key=lambda t: (len(self.postings.get(t, ())), t))
-        rare = by_rarity[:trigrams.prefix_length(len(key), threshold)]
-        seen: Set[str] = set()
+        walked = trigrams.prefix_length(len(key), threshold)
+        held: Counter = Counter()
+        for t in by_rarity[:walked]:
+            held.update(self.postings.get(t, ()))
+        rest = frozenset(by_rarity[walked:])
+        n_rest, n_key = len(rest), len(key)
+        least = trigrams.least_common(n_key, threshold)
+        n_least = len(least) if least is not None else 0
+        sets = self.sets
         out = []
-        for t in rare:
-            for name in self.postings.get(t, ()):
-                if name not in seen:
-                    seen.add(name)
-                    sim = trigrams.similarity(key, self.sets[name])
-                    if sim >= threshold:
-                        out.append((sim, name))
+        for name, n in held.items():
+            other = sets[name]
+            size = len(other)
+            if least is None:
+                need = 1
+            elif size < n_least:
+                need = least[size]
+            else:
+                continue
+            if n + n_rest >= need:
+                common = n + len(rest & other)
+                if common >= need:
+                    out.append((trigrams.of_counts(common, n_key, size), name))
         return out
 
 

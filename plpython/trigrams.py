@@ -8,9 +8,10 @@ round trip, the entities it created itself that a later mention could match,
 and the similar new names it clusters. Standard library only.
 """
 
+import functools
 import math
 import struct
-from typing import Dict, FrozenSet, Iterable, List, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 # Trigrams arrive joined by this character, which no trigram contains (pg_trgm
 # keeps letters, digits and padding spaces, or prints a hex code).
@@ -33,8 +34,32 @@ def similarity(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     # quotient (53 >= 2 * 24 + 2 bits: double rounding is innocuous).
     if not a or not b:
         return 0.0
-    common = len(a & b)
-    return _float4(common / (len(a) + len(b) - common))
+    return of_counts(len(a & b), len(a), len(b))
+
+
+def of_counts(common: int, size_a: int, size_b: int) -> float:
+    """similarity() of two sets of these sizes sharing ``common`` trigrams."""
+    return _float4(common / (size_a + size_b - common))
+
+
+@functools.lru_cache(maxsize=1024)
+def least_common(size: int, threshold: float) -> Optional[Tuple[int, ...]]:
+    """For each size of another set (the index), the fewest trigrams it must share with a set of ``size`` to
+    reach ``threshold``; size + 1 where no number can. Past the tuple's end, none can. None at a threshold
+    of 0 or less, which every set reaches.
+
+    The similarity grows with the trigrams shared (c / (|a| + |b| - c)), and
+    float4 rounding keeps that order, so a set sharing fewer cannot reach it.
+    Past |a| / t + 2 trigrams, |a| / |b| is below t by far more than float4's
+    rounding.
+    """
+    if threshold <= 0:
+        return None
+    out = []
+    for other in range(int(size / threshold) + 3):
+        out.append(next((c for c in range(1, min(size, other) + 1) if of_counts(c, size, other) >= threshold),
+                        size + 1))
+    return tuple(out)
 
 
 def prefix_length(size: int, threshold: float) -> int:
@@ -55,8 +80,9 @@ def neighbours(trigrams: Dict[str, FrozenSet[str]], threshold: float) -> Dict[st
     rarest first, and two keys can reach the threshold only if their first
     |k| - ceil(t * |k|) + 1 trigrams share one (similarity <= |b| / |a|, so
     the keys share at least t * |a| trigrams). The common trigrams that make
-    nearly every pair share something are thus never walked; the candidates
-    found get their exact similarity.
+    nearly every pair share something are thus never walked; of the
+    candidates found, those sharing enough trigrams (least_common) get their
+    similarity.
     """
     keys = sorted(trigrams)
     if threshold <= 0:
@@ -80,14 +106,17 @@ def neighbours(trigrams: Dict[str, FrozenSet[str]], threshold: float) -> Dict[st
         found = []
         seen = set()
         mine = trigrams[key]
+        least = least_common(len(mine), threshold)
         for t in prefixes.get(key, ()):
             for other in postings[t]:
                 if other in seen:
                     continue
                 seen.add(other)
-                sim = similarity(mine, trigrams[other])
-                if sim >= threshold:
-                    found.append((other, sim))
+                theirs = trigrams[other]
+                if len(theirs) < len(least):
+                    common = len(mine & theirs)
+                    if common >= least[len(theirs)]:
+                        found.append((other, of_counts(common, len(mine), len(theirs))))
         out[key] = found
     return out
 
