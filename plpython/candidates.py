@@ -191,8 +191,7 @@ def _neighbourhood(plpy, bank, keys: List[str], threshold: float, around: neighb
     found = {h.id for rows in hits.values() for h in rows}
     rows = neighbourhood.read(plpy, bank.id, keys, around._replace(near=near, ids=around.ids | found),
                               threshold, cfg, data, fit_words)
-    by_key, names = rows.candidates(keys, None, threshold)
-    return {k: [dataclasses.replace(c, near=True) for c in cands] for k, cands in by_key.items()}, names
+    return rows.candidates(keys, None, threshold, near=True)
 
 
 def _add_neighbourhood(plpy, bank, keys: List[str], by_key: Dict[str, List[Candidate]], names: Dict[str, str],

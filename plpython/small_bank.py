@@ -178,9 +178,10 @@ class SmallBank:
         out.sort(key=lambda hit: (-hit[0], hit[1]))
         return out
 
-    def candidates(self, keys: Sequence[str], limit: Optional[int], threshold: float,
-                   identical_only: bool = False) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
-        """probe.candidates' answer (or the identical rows only), from the names read; None: no limit."""
+    def candidates(self, keys: Sequence[str], limit: Optional[int], threshold: float, identical_only: bool = False,
+                   near: bool = False) -> Tuple[Dict[str, List[Candidate]], Dict[str, str]]:
+        """probe.candidates' answer (or the identical rows only), from the names read; None: no limit.
+        ``near``: the candidates are of a neighbourhood (Candidate.near)."""
         by_key: Dict[str, List[Candidate]] = {}
         names: Dict[str, str] = {}
         for key in keys:
@@ -188,7 +189,7 @@ class SmallBank:
             for sim, n in self.matches(key, 1.0 if identical_only else threshold)[:limit]:
                 r = self.rows[n]
                 by_key[key].append(Candidate(r["id"], r["key"], sim, datetime_of(r["last_seen"]),
-                                             entity_type=r["entity_type"], homonym=r["homonym"]))
+                                             entity_type=r["entity_type"], homonym=r["homonym"], near=near))
                 names[r["id"]] = r["canonical_name"]
         return by_key, names
 

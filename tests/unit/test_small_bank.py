@@ -47,6 +47,10 @@ def test_candidates_cut_at_the_limit_and_identical_only_keeps_similarity_one(key
     assert [c.id for c in same["k"]] == [f"id{n}" for n, r in enumerate(bank.rows)
                                          if key and bank.map.sets[r["key"]] == key][:limit]
     assert set(names) == {c.id for c in same["k"]}
+    assert not any(c.near for c in full["k"])
+    near, _ = bank.candidates(["k"], None, 0.3, near=True)
+    assert [c.id for c in near["k"]] == [f"id{n}" for _, n in every_row(bank, 0.3)]
+    assert all(c.near for c in near["k"])
 
 
 @given(before=st.dictionaries(st.sampled_from([f"n{i}" for i in range(20)]), TRIGRAMS),
