@@ -10,7 +10,11 @@
 -- candidates it considered): the neighbourhood's same names
 -- (plpython/neighbourhood.py, SQL_ROWS) ask the trigram index for names
 -- holding every trigram of a key as whole words, with the caller's value
--- untouched.
+-- untouched. SET jit = off (the same functions): the resolver's statements
+-- read a few rows through indexes, but their estimates for an array of keys
+-- grow with the keys, so a large INSERT's statements passed jit_above_cost
+-- and compiled each time they ran (0.6 s of the neighbourhood's 1.6 s for
+-- 500 facts at 100,000 entities, docs/benchmarks.md), which never paid.
 
 -- The rows of a text array, for the resolver's look-ups one key at a time
 -- (plpython/probe.py): unnest itself (its C function), without unnest's row
@@ -49,6 +53,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ resolve.resolve_mentions_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.resolve_mentions(text, jsonb, timestamptz) IS
@@ -76,6 +81,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ resolve.resolve_mention_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.resolve_mention(text, text, text[], timestamptz, boolean, jsonb) IS
@@ -104,6 +110,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ resolve.lookup_mention_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.lookup_mention(text, text, text[], timestamptz, text, jsonb) IS
@@ -140,6 +147,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ explain.explain $$;
 
 COMMENT ON FUNCTION {{ schema }}.explain_mention(text, text, text[], timestamptz, text, jsonb) IS

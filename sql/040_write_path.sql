@@ -232,6 +232,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ facts.retain_sql $$;
 
 COMMENT ON FUNCTION {{ schema }}.retain(text, uuid, jsonb, timestamptz) IS
@@ -373,6 +374,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ facts.resolve_and_link_facts_sql $$;
 
 COMMENT ON FUNCTION {{ internal }}._resolve_and_link_facts(text[], text[], text[], text[]) IS

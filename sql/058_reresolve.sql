@@ -77,6 +77,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ reresolve.decide_fact_sql $$;
 
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_fact(bank_id text, unit_id uuid, plan_id text, keep boolean)
@@ -97,6 +98,7 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 SET "pg_trgm.similarity_threshold" = '0.3'
 SET "pg_trgm.strict_word_similarity_threshold" = '1'
+SET jit = off
 AS $$ reresolve.decide_plan_fact_sql $$;
 
 COMMENT ON FUNCTION {{ internal }}._reresolve_fact(text, uuid, text, boolean) IS

@@ -179,6 +179,23 @@ def test_every_function_has_a_comment_and_pins_search_path(empty_db):
         assert config and any(c.startswith("search_path=") for c in config), f"{name} does not pin search_path"
 
 
+def test_every_function_that_resolves_runs_its_statements_without_jit(empty_db):
+    # A large INSERT's statements pass jit_above_cost by their estimates alone, and compiling them cost
+    # more than running them (sql/030_resolve.sql); the caller's jit is restored on return.
+    conn = empty_db()
+    install(conn)
+    rows = conn.execute(
+        """SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p
+            WHERE p.pronamespace IN ('entity_resolver'::regnamespace, 'entity_resolver_internal'::regnamespace)
+              AND 'pg_trgm.strict_word_similarity_threshold=1' = ANY(p.proconfig)"""
+    ).fetchall()
+    assert any(name.startswith("entity_resolver_internal._resolve_and_link_facts_py(") for name, _ in rows)
+    assert [name for name, config in rows if "jit=off" not in config] == []
+    assert conn.execute("SHOW jit").fetchone()[0] == "on"
+    conn.execute("SELECT * FROM entity_resolver.resolve_mention('b', 'Ada')")
+    assert conn.execute("SHOW jit").fetchone()[0] == "on"
+
+
 def test_installing_twice_changes_nothing(empty_db):
     conn = empty_db()
     install(conn)
