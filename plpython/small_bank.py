@@ -121,7 +121,7 @@ class NameMap:
                     self.postings.setdefault(t, set()).add(name)
 
     def matches(self, key: FrozenSet[str], threshold: float) -> List[Tuple[float, str]]:
-        """(similarity, name) of every name at or above ``threshold`` (> 0).
+        """(similarity, name) of every name at or above ``threshold`` (at 0: every name sharing a trigram).
 
         A name reaching the threshold holds one of the key's rarest
         trigrams.prefix_length of them: only those are walked, counting how
