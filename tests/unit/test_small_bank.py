@@ -93,18 +93,6 @@ def test_reading_pays_only_for_many_keys_beside_many_rows():
     assert WORTH_MIN <= worth_reading("auto", 2, 500_000)
 
 
-@given(size=st.integers(1, 40), threshold=st.sampled_from([0.05, 0.1, 0.3, 0.3000001, 1 / 3, 0.5, 0.99, 1.0]))
-def test_the_fewest_trigrams_shared_to_reach_a_threshold_are_the_similarity_s(size, threshold):
-    # matches compares only the names sharing this many: any fewer must never reach it, and past the
-    # table's end no size may.
-    least = trigrams.least_common(size, threshold)
-    for other in range(len(least) + 40):
-        reaching = [c for c in range(1, min(size, other) + 1) if trigrams.of_counts(c, size, other) >= threshold]
-        if other < len(least):
-            assert least[other] == (reaching[0] if reaching else size + 1)
-        else:
-            assert reaching == []
-
 
 def test_at_threshold_zero_a_key_s_rows_are_those_sharing_a_trigram():
     bank = bank_of(frozenset({"t01", "t02"}), [(1, frozenset({"t01"})), (2, frozenset({"t03"})),
