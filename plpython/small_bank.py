@@ -99,6 +99,7 @@ class NameMap:
 
     def __init__(self) -> None:
         self.sets: Dict[str, FrozenSet[str]] = {}
+        self.sizes: Dict[str, int] = {}               # name -> len(its trigram set)
         self.postings: Dict[str, Set[str]] = {}
 
     def update(self, current: Dict[str, FrozenSet[str]], only: Optional[FrozenSet[str]] = None) -> None:
@@ -110,6 +111,7 @@ class NameMap:
         made once, whose names never go.
         """
         for name in [n for n in self.sets if n not in current]:
+            del self.sizes[name]
             for t in self.sets.pop(name):
                 self.postings[t].discard(name)
                 if not self.postings[t]:
@@ -117,6 +119,7 @@ class NameMap:
         for name, s in current.items():
             if name not in self.sets:
                 self.sets[name] = s
+                self.sizes[name] = len(s)
                 for t in (s if only is None else s & only):
                     self.postings.setdefault(t, set()).add(name)
 
@@ -141,22 +144,23 @@ class NameMap:
         rest = frozenset(by_rarity[walked:])
         n_rest, n_key = len(rest), len(key)
         least = trigrams.least_common(n_key, threshold)
-        n_least = len(least) if least is not None else 0
-        sets = self.sets
+        sets, sizes = self.sets, self.sizes
+        if least is None:
+            hopeful = list(held)
+        else:
+            # Of each size, how many walked trigrams a name must hold to reach the threshold with every
+            # one not walked: most names hold one or two, and are left here, in one pass.
+            walked_least = [need - n_rest for need in least]
+            n_least = len(walked_least)
+            hopeful = [name for name, n in held.items()
+                       if sizes[name] < n_least and n >= walked_least[sizes[name]]]
         out = []
-        for name, n in held.items():
+        for name in hopeful:
             other = sets[name]
-            size = len(other)
-            if least is None:
-                need = 1
-            elif size < n_least:
-                need = least[size]
-            else:
-                continue
-            if n + n_rest >= need:
-                common = n + len(rest & other)
-                if common >= need:
-                    out.append((trigrams.of_counts(common, n_key, size), name))
+            size = sizes[name]
+            common = held[name] + len(rest & other)
+            if common >= (1 if least is None else least[size]):
+                out.append((trigrams.of_counts(common, n_key, size), name))
         return out
 
 

@@ -245,6 +245,19 @@ def test_a_window_holding_the_bank_is_read_by_name_and_decides_as_explain(conn, 
     assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
 
 
+def test_two_windows_apart_are_read_by_name_and_decide_as_explain(conn, bench_bank, probe_way):
+    # Every other fact a month earlier, windows of 10 days: two windows with a gap between them, each
+    # holding some 350 of the bank's names (its last_seen spread over 60 days), read by name. A name the
+    # trigram index finds must be inside one of them, not only between the first start and the last end.
+    conn.execute("SELECT entity_resolver.configure_bank(%s, %s::jsonb)",
+                 (bench_bank.bank_id, json.dumps({"profile": "enhanced", "recency_window_days": 10})))
+    earlier = workloads.NOW - timedelta(days=30)
+    mentions = [(text, fact[:k] + fact[k + 1:], workloads.NOW if f % 2 else earlier)
+                for f, fact in enumerate(bench_facts(bench_bank)) for k, text in enumerate(fact)]
+    matched = check_batches(conn, bench_bank.bank_id, mentions, workloads.BATCH_MENTIONS, probe_way)
+    assert 0.2 * MENTIONS < matched < 0.95 * MENTIONS
+
+
 def crowd(conn, rows):
     """Another bank of ``rows`` entities in the same table, analysed: the table the planner (and the
     resolver's cost model) then sees."""
