@@ -62,6 +62,10 @@ class CallState:
         # How many entities the bank held before the call, as far as it asked
         # (probe.BankSize; None: not asked yet).
         self.bank_size: Optional[Any] = None
+        # What the facts' contexts read (probe.context): nearby key -> its
+        # entities, and their degrees in the bank, which do not change during
+        # a call.
+        self.context_read: Tuple[Dict[str, Set[str]], Dict[str, int]] = ({}, {})
         # Attributes: what the call's mentions added to entities (entity id ->
         # name -> values), and the bank's values it read (entity id -> the same).
         self.held: Dict[str, Dict[str, Set[str]]] = {}

@@ -74,8 +74,8 @@ def fill_partners(plpy, bank, survivors, near_names: Set[str], state: CallState,
     needs_bank = bool(bank_ids) or any(
         not state.is_new(x) and state.key_of.get(x) in forms for c in survivors for x in state.partners_of(c.id))
     by_alias = lever(cfg, CONTEXT_BY_ENTITY)
-    ctx = probe.context(plpy, bank.id, bank_ids, forms, ask, bank.pending, by_alias) if needs_bank \
-        else probe.Context({}, {}, set(), set())
+    ctx = probe.context(plpy, bank.id, bank_ids, forms, ask, bank.pending, by_alias, state.context_read) \
+        if needs_bank else probe.Context({}, {}, set(), set())
     reach = reached_entities(forms, ctx.near, state)
     degree: Dict[str, int] = {}
     for n in set().union(*reach.values()) if reach else ():

@@ -192,7 +192,10 @@ _NEAR_BY_NAME = """near AS (
            OFFSET 0) AS e  -- noqa: AM09
 )"""
 
-# The pairs between the candidates ($2) and the nearby entities: one branch
+# The nearby entities ($3: their names) with their partners in the bank,
+# counted unless the call knows it already ($6: a count does not change
+# during a call, and a hub's, 1,500 pairs at 100,000 entities, was counted
+# again for every fact that names it). The pairs between the candidates ($2) and the nearby entities: one branch
 # per side a nearby entity is on, each answered by an index from the few
 # nearby entities (a pair on both sides comes twice; Context keeps a set). As
 # one OR of both sides, every pair of every bank was read in a sequential
@@ -201,10 +204,11 @@ SQL_CONTEXT = """
 WITH """ + _NEAR_BY_NAME + """
 
 SELECT 'near' AS kind, near.id::text AS a, near.key AS b,
+       CASE WHEN near.id = ANY($6::uuid[]) THEN NULL ELSE
        (SELECT count(*) FROM entity_cooccurrences AS x
          WHERE x.bank_id = $1 AND x.entity_id_1 = near.id AND x.cooccurrence_count > 0)
        + (SELECT count(*) FROM entity_cooccurrences AS x
-         WHERE x.bank_id = $1 AND x.entity_id_2 = near.id AND x.cooccurrence_count > 0) AS n
+         WHERE x.bank_id = $1 AND x.entity_id_2 = near.id AND x.cooccurrence_count > 0) END AS n
   FROM near
 UNION ALL
 SELECT 'pair' AS kind, c.entity_id_1::text AS a, c.entity_id_2::text AS b, NULL AS n
@@ -298,7 +302,8 @@ eff AS (
 )
 
 SELECT 'near' AS kind, near.id::text AS a, near.key AS b,
-       (SELECT count(*) FROM eff WHERE eff.n > 0 AND (eff.a = near.id OR eff.b = near.id)) AS n
+       CASE WHEN near.id = ANY($6::uuid[]) THEN NULL ELSE
+       (SELECT count(*) FROM eff WHERE eff.n > 0 AND (eff.a = near.id OR eff.b = near.id)) END AS n
   FROM near
 UNION ALL
 SELECT 'pair' AS kind, eff.a::text AS a, eff.b::text AS b, NULL AS n
@@ -447,27 +452,37 @@ class Context(NamedTuple):
 
 
 def context(plpy, bank_id: str, candidate_ids: Iterable[str], near_names: Iterable[str],
-            ask: Iterable[Tuple[str, str]] = (), pending: bool = False, by_alias: bool = False) -> Context:
+            ask: Iterable[Tuple[str, str]] = (), pending: bool = False, by_alias: bool = False,
+            read: Optional[Tuple[Dict[str, Set[str]], Dict[str, int]]] = None) -> Context:
     """The bank's context for candidates (partners among the nearby names, degrees); one statement.
 
     ``by_alias``: a nearby name also reaches the entity it is an alias of.
+    ``read``: what this call's earlier contexts read (nearby key -> its entities, entity id -> its
+    partners in the bank): the degrees of the entities of these names found there are not counted
+    again, and those counted here are added.
     """
+    near_read, degrees = read if read is not None else ({}, {})
     ids = sorted(set(candidate_ids))
     names = sorted(set(n for n in near_names if n))
     asked = sorted(set(ask))
     ctx = Context({}, {}, set(), set())
     if not names and not asked:
         return ctx
+    known = sorted({i for n in names for i in near_read.get(n, ()) if i in degrees})
     if pending:
         sql, name = (SQL_CONTEXT_PENDING_BY_ALIAS, "context_pending_alias") if by_alias \
             else (SQL_CONTEXT_PENDING, "context_pending")
     else:
         sql, name = (SQL_CONTEXT_BY_ALIAS, "context_alias") if by_alias else (SQL_CONTEXT, "context")
-    for r in db.run(plpy, name, sql, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
-                    [bank_id, ids, names, [a for a, _ in asked], [b for _, b in asked]]):
+    for r in db.run(plpy, name, sql, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]", "uuid[]"],
+                    [bank_id, ids, names, [a for a, _ in asked], [b for _, b in asked], known]):
         if r["kind"] == "near":
             ctx.near.setdefault(r["b"], set()).add(r["a"])
-            ctx.degree[r["a"]] = r["n"]
+            near_read.setdefault(r["b"], set()).add(r["a"])
+            if r["n"] is None:
+                ctx.degree[r["a"]] = degrees[r["a"]]
+            else:
+                ctx.degree[r["a"]] = degrees[r["a"]] = r["n"]
         elif r["kind"] == "pair":
             ctx.pairs.add((r["a"], r["b"]))
             ctx.pairs.add((r["b"], r["a"]))

@@ -147,7 +147,8 @@ def test_names_of_a_bank_the_statistics_do_not_know_are_looked_up_one_index_desc
             types, args = types[:3], args[:3]
     else:
         ids = [r[0] for r in conn.execute("SELECT id FROM entities WHERE bank_id = 'new' ORDER BY id LIMIT 20")]
-        types, args = ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"], ["new", ids, unknown_bank, ids[:3], ids[3:6]]
+        types, args = (["text", "uuid[]", "text[]", "uuid[]", "uuid[]", "uuid[]"],
+                       ["new", ids, unknown_bank, ids[:3], ids[3:6], []])
     plan = statement_plan(conn, query, types, args, analyze=True)
     by_name = [n for n in _entity_reads(plan) if n.get("Index Name") == "entities_bank_folded_name_key"
                and "(id =" not in n.get("Filter", "")]   # not the remembered entity: see the next test
@@ -198,8 +199,8 @@ def test_the_context_with_pending_statistics_reads_pairs_through_their_indexes(c
     names = sorted({n.lower() for n in small.names[:20]})
     for mode in ("force_custom_plan", "force_generic_plan"):
         conn.execute(f"SET plan_cache_mode = {mode}")
-        plan = statement_plan(conn, probe.SQL_CONTEXT_PENDING, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
-                              ["small", ids, names, ids[:3], ids[3:6]], analyze=True)
+        plan = statement_plan(conn, probe.SQL_CONTEXT_PENDING, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]", "uuid[]"],
+                              ["small", ids, names, ids[:3], ids[3:6], []], analyze=True)
         pairs = [n for n in plan_nodes(plan) if n.get("Relation Name") == "entity_cooccurrences"
                  or str(n.get("Index Name", "")).startswith("entity_cooccurrences")]
         assert pairs and all("Index Name" in n or n["Node Type"] == "Bitmap Heap Scan" for n in pairs), \

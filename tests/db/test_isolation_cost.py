@@ -79,8 +79,8 @@ def test_a_bound_roles_look_ups_and_probe_use_the_owners_indexes(conn, team, mod
                   {"entities_name_trgm_idx", "entities_bank_trigram_key_idx"}),
         "exact_memory": (probe.SQL_EXACT_MEMORY, ["text", "text[]", "text[]", "text[]", "float8"],
                          ["team", keys, keys, keys, 0.8], {"entities_bank_folded_name_key", "mentions_memory_idx"}),
-        "context": (probe.SQL_CONTEXT, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]"],
-                    ["team", ids, keys, ids[:2], ids[2:4]], {"entities_bank_folded_name_key"}),
+        "context": (probe.SQL_CONTEXT, ["text", "uuid[]", "text[]", "uuid[]", "uuid[]", "uuid[]"],
+                    ["team", ids, keys, ids[:2], ids[2:4], []], {"entities_bank_folded_name_key"}),
         # explain_mention's candidates: its label rows through their own
         # partial index, not by reading the bank (migration 0013).
         "explain": (probe.SQL_EXPLAIN_CANDIDATES, ["text", "text", "int", "int"], ["team", keys[3], 200, 50],
