@@ -193,13 +193,14 @@ _NEAR_BY_NAME = """near AS (
 )"""
 
 # The nearby entities ($3: their names) with their partners in the bank,
-# counted unless the call knows it already ($6: a count does not change
+# counted unless the call knows the count already ($6: it does not change
 # during a call, and a hub's, 1,500 pairs at 100,000 entities, was counted
-# again for every fact that names it). The pairs between the candidates ($2) and the nearby entities: one branch
-# per side a nearby entity is on, each answered by an index from the few
-# nearby entities (a pair on both sides comes twice; Context keeps a set). As
-# one OR of both sides, every pair of every bank was read in a sequential
-# scan: 39 ms at 100,000 entities, growing with the table.
+# again for every fact naming it). The pairs between the candidates ($2)
+# and the nearby entities: one branch per side a nearby entity is on, each
+# answered by an index from the few nearby entities (a pair on both sides
+# comes twice; Context keeps a set). As one OR of both sides, every pair of
+# every bank was read in a sequential scan: 39 ms at 100,000 entities,
+# growing with the table.
 SQL_CONTEXT = """
 WITH """ + _NEAR_BY_NAME + """
 

@@ -246,9 +246,10 @@ def test_a_window_holding_the_bank_is_read_by_name_and_decides_as_explain(conn, 
 
 
 def test_two_windows_apart_are_read_by_name_and_decide_as_explain(conn, bench_bank, probe_way):
-    # Every other fact a month earlier, windows of 10 days: two windows with a gap between them, each
-    # holding some 350 of the bank's names (its last_seen spread over 60 days), read by name. A name the
-    # trigram index finds must be inside one of them, not only between the first start and the last end.
+    # Every other fact a month earlier, 10 days each side: two windows with a gap between them, holding
+    # some 500 and 250 of the bank's 1,500 names (last_seen over the 60 days before NOW), read by name. A
+    # name the trigram index finds must be inside one of them, not only between the first start and the
+    # last end.
     conn.execute("SELECT entity_resolver.configure_bank(%s, %s::jsonb)",
                  (bench_bank.bank_id, json.dumps({"profile": "enhanced", "recency_window_days": 10})))
     earlier = workloads.NOW - timedelta(days=30)
