@@ -35,6 +35,31 @@ def plan_nodes(plan: dict):
         yield from plan_nodes(child)
 
 
+def nested_plans(conn: psycopg.Connection) -> Callable[[], list[tuple[str, dict]]]:
+    """Switch auto_explain on for this session, every nested statement reported to the client; return a
+    reader of the (query text, plan) of every statement run since the last read."""
+    seen: list[tuple[str, dict]] = []
+
+    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
+        text = diag.message_primary or ""
+        if "plan:" in text:
+            explain = json.loads(text.split("plan:", 1)[1])
+            seen.append((explain.get("Query Text", ""), explain["Plan"]))
+
+    conn.add_notice_handler(on_notice)
+    conn.execute("LOAD 'auto_explain'")
+    for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"),
+                           ("log_level", "notice"), ("log_format", "json")):
+        conn.execute(f"SET auto_explain.{setting} = '{value}'")
+
+    def read() -> list[tuple[str, dict]]:
+        out = list(seen)
+        seen.clear()
+        return out
+
+    return read
+
+
 def statement_plan(conn: psycopg.Connection, query: str, types: list[str], args: list,
                    analyze: bool = False) -> dict:
     """The plan of a resolver statement as the resolver runs it: its catalog tokens

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from helpers import insert_facts, make_bank
+from helpers import insert_facts, make_bank, nested_plans, plan_nodes
 
 
 def queue(conn, bank_id, entity_id, entity_id_2=None, increment=1, event_date=None):
@@ -292,30 +292,6 @@ def test_the_documented_drain_loop_applies_the_backlog_in_bounded_transactions(m
     assert (count_of(manual, ent["Acme"]), queued(manual)) == (7, 0)
 
 
-def plans_of(conn):
-    """Switch auto_explain on for this session; return a reader of the nested statements' (query text, plan)."""
-    seen: list = []
-
-    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
-        text = diag.message_primary or ""
-        if "plan:" in text:
-            explain = json.loads(text.split("plan:", 1)[1])
-            seen.append((explain.get("Query Text", ""), explain["Plan"]))
-
-    conn.add_notice_handler(on_notice)
-    conn.execute("LOAD 'auto_explain'")
-    for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"),
-                           ("log_level", "notice"), ("log_format", "json")):
-        conn.execute(f"SET auto_explain.{setting} = '{value}'")
-    return lambda: list(seen)
-
-
-def nodes(plan):
-    yield plan
-    for child in plan.get("Plans", ()):
-        yield from nodes(child)
-
-
 def test_the_pairs_of_a_bank_the_statistics_do_not_know_find_their_entities_by_key(manual):
     # The statistics know one bank of 3,000 entities; a bank made since is estimated at an entity or so.
     # Each end of its pairs is looked up by its key all the same: read through another index of the
@@ -325,11 +301,11 @@ def test_the_pairs_of_a_bank_the_statistics_do_not_know_find_their_entities_by_k
                    " SELECT 'known', 'known ' || g, now() FROM generate_series(1, 3000) AS g")
     manual.execute("ANALYZE entity_resolver.entities")
     ids = insert_facts(manual, "fresh", [[f"fresh {i}" for i in range(40)]])
-    plans = plans_of(manual)
+    plans = nested_plans(manual)
     assert manual.execute("SELECT * FROM entity_resolver.flush_stats('fresh')").fetchone() == (40, 780)
     # The pairs' statement and what it asks (the flush's entity updates read the bank's entities once).
     pairs = [p for q, p in plans() if "INSERT INTO entity_cooccurrences" in q or "_missing_entities" in q]
-    reads = [n for p in pairs for n in nodes(p) if n.get("Relation Name") == "entities"]
+    reads = [n for p in pairs for n in plan_nodes(p) if n.get("Relation Name") == "entities"]
     assert reads and ids
     for node in reads:
         assert re.search(r"(?<!\w)id = ", node.get("Index Cond", "")), json.dumps(node)

@@ -14,7 +14,7 @@ import re
 import psycopg
 import pytest
 
-from helpers import insert_facts
+from helpers import insert_facts, nested_plans
 
 LITERAL_BANK = re.compile(r"bank_id = '[^']*'::text")
 PARAMETER_BANK = re.compile(r"bank_id = \$\d+")
@@ -22,28 +22,14 @@ PARAMETER_BANK = re.compile(r"bank_id = \$\d+")
 
 def explained(conn: psycopg.Connection):
     """Switch auto_explain on for this session; return a reader of the plans seen since the last read."""
-    seen: list[str] = []
-
-    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
-        text = diag.message_primary or ""
-        if "plan:" in text:
-            explain = json.loads(text.split("plan:", 1)[1])
-            # A SQL function's statement is planned for the function, never for one call's values, whatever
-            # plan_cache_mode says: the flush looks its entities up that way on purpose (_missing_entities).
-            if "_missing_entities.entity_ids" not in explain.get("Query Text", ""):
-                seen.append(json.dumps(explain["Plan"]))
-
-    conn.add_notice_handler(on_notice)
-    conn.execute("LOAD 'auto_explain'")
-    for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"),
-                           ("log_level", "notice"), ("log_format", "json")):
-        conn.execute(f"SET auto_explain.{setting} = '{value}'")
+    plans = nested_plans(conn)
 
     def read() -> tuple[int, int]:
         """(plans with the bank id as a literal, plans with it as a parameter)."""
-        plans = list(seen)
-        seen.clear()
-        return (sum(bool(LITERAL_BANK.search(p)) for p in plans), sum(bool(PARAMETER_BANK.search(p)) for p in plans))
+        # A SQL function's statement is planned for the function, never for one call's values, whatever
+        # plan_cache_mode says: the flush looks its entities up that way on purpose (_missing_entities).
+        seen = [json.dumps(plan) for query, plan in plans() if "_missing_entities.entity_ids" not in query]
+        return (sum(bool(LITERAL_BANK.search(p)) for p in seen), sum(bool(PARAMETER_BANK.search(p)) for p in seen))
 
     return read
 
