@@ -266,7 +266,7 @@ def read(plpy, bank_id: str, keys: Sequence[str], around: Around, floor: float, 
     # Listed under the keys' trigrams only: a call's 27,000 rows at 1,000,000 entities, each under all of
     # its trigrams, cost 300 ms here.
     name_map.update({r["key"]: sets[r["key"]] for r in rows}, only=frozenset().union(*key_sets.values()))
-    return small_bank.SmallBank(key_sets, rows, name_map)
+    return small_bank.SmallBank(key_sets, small_bank.DictRows(rows), name_map)
 
 
 def _kept(rows: List[dict], one_word: Set[str], data) -> List[dict]:

@@ -3,7 +3,7 @@
 from hypothesis import given, settings as hsettings, strategies as st
 
 import trigrams
-from small_bank import BANK_MAX, WORTH_MIN, NameMap, SmallBank, worth_reading
+from small_bank import BANK_MAX, WORTH_MIN, DictRows, NameMap, Rows, SmallBank, worth_reading
 
 TRIGRAMS = st.frozensets(st.sampled_from([f"t{i:02d}" for i in range(24)]), max_size=12)
 # Rows by key: a folded name may stand twice (two entity types).
@@ -15,8 +15,9 @@ def bank_of(key, named):
     sets = {}
     for number, s in named:
         sets.setdefault(f"name {number}", s)
-    rows = [{"id": f"id{n}", "key": f"name {number}", "canonical_name": f"Name {number}",
-             "last_seen": None, "entity_type": None, "homonym": False} for n, (number, _) in enumerate(named)]
+    rows = DictRows([{"id": f"id{n}", "key": f"name {number}", "canonical_name": f"Name {number}",
+                           "last_seen": None, "entity_type": None, "homonym": False}
+                          for n, (number, _) in enumerate(named)])
     name_map = NameMap()
     name_map.update(sets)
     return SmallBank({"k": key}, rows, name_map)
@@ -25,7 +26,7 @@ def bank_of(key, named):
 def every_row(bank, threshold):
     """The probe's rows by brute force: every row at or above the threshold, best first, then row order."""
     a = bank.keys["k"]
-    hits = [(trigrams.similarity(a, bank.map.sets[r["key"]]), n) for n, r in enumerate(bank.rows)]
+    hits = [(trigrams.similarity(a, bank.map.sets[key]), n) for n, key in enumerate(bank.rows.key)]
     return sorted(((sim, n) for sim, n in hits if sim >= threshold), key=lambda h: (-h[0], h[1]))
 
 
@@ -40,14 +41,19 @@ def test_the_rows_walked_through_the_rarest_trigrams_are_every_row_at_the_thresh
 @given(key=TRIGRAMS, named=NAMES, limit=st.integers(1, 5))
 def test_candidates_cut_at_the_limit_and_identical_only_keeps_similarity_one(key, named, limit):
     bank = bank_of(key, named)
-    full, _ = bank.candidates(["k"], limit, 0.3)
+    full, full_names = bank.candidates(["k"], limit, 0.3)
     assert [c.id for c in full["k"]] == [f"id{n}" for _, n in every_row(bank, 0.3)[:limit]]
     same, names = bank.candidates(["k"], limit, 0.3, identical_only=True)
     assert all(c.trigram_similarity == 1.0 for c in same["k"])
-    assert [c.id for c in same["k"]] == [f"id{n}" for n, r in enumerate(bank.rows)
-                                         if key and bank.map.sets[r["key"]] == key][:limit]
+    assert [c.id for c in same["k"]] == [f"id{n}" for n, name in enumerate(bank.rows.key)
+                                         if key and bank.map.sets[name] == key][:limit]
     assert set(names) == {c.id for c in same["k"]}
     assert not any(c.near for c in full["k"])
+    # Read as columns (SQL_SMALL_BANK's arrays), the same rows give the same candidates.
+    ranked = {"n": len(bank.rows), "rank": list(range(1, len(bank.rows) + 1)),
+              **{c: [r[c] for r in bank.rows.rows] for c in Rows.COLUMNS}}
+    as_columns = SmallBank(bank.keys, Rows.of_arrays(ranked), bank.map)
+    assert as_columns.candidates(["k"], limit, 0.3) == (full, full_names)
     near, _ = bank.candidates(["k"], None, 0.3, near=True)
     assert [c.id for c in near["k"]] == [f"id{n}" for _, n in every_row(bank, 0.3)]
     assert all(c.near for c in near["k"])
@@ -60,10 +66,12 @@ def test_a_map_brought_up_to_date_is_the_map_made_afresh(before, after):
     after = {n: before.get(n, s) for n, s in after.items()}
     kept, fresh = NameMap(), NameMap()
     kept.update(before)
-    kept.update(after)
+    # As a read brings a session's map up to date: only the names new to it with their sets.
+    kept.keep(set(after), {n: s for n, s in after.items() if n not in kept.sets})
     fresh.update(after)
     assert kept.sets == fresh.sets
     assert kept.postings == fresh.postings
+    assert kept.same == fresh.same
 
 
 @hsettings(max_examples=300)
@@ -98,3 +106,15 @@ def test_at_threshold_zero_a_key_s_rows_are_those_sharing_a_trigram():
     bank = bank_of(frozenset({"t01", "t02"}), [(1, frozenset({"t01"})), (2, frozenset({"t03"})),
                                               (3, frozenset({"t02", "t05", "t06"}))])
     assert bank.matches("k", 0.0) == [(0.5, 0), (0.25, 2)]
+
+
+def test_a_read_s_columns_are_put_in_rank_order_whatever_order_they_came_in():
+    row = {"n": 3, "key": ["b", "c", "a"], "canonical_name": ["B", "C", "A"], "last_seen": [2.0, None, 1.0],
+           "entity_type": [None, "person", None], "id": ["i2", "i3", "i1"], "homonym": [False, True, False],
+           "rank": [2, 3, 1]}
+    rows = Rows.of_arrays(row)
+    assert (rows.key, rows.id, rows.last_seen, rows.entity_type, rows.homonym) == \
+        (["a", "b", "c"], ["i1", "i2", "i3"], [1.0, 2.0, None], [None, None, "person"], [False, False, True])
+    assert Rows.of_arrays({**row, "rank": [1, 2, 3]}).key == ["b", "c", "a"]
+    empty = Rows.of_arrays({"n": 0, **{c: None for c in Rows.COLUMNS}, "rank": None})
+    assert len(empty) == 0 and empty.id == []
