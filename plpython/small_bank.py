@@ -55,8 +55,9 @@ _MAPS: Dict[str, "NameMap"] = {}
 
 # The bank's regular names, at most $2, as one row of columns (arrays), each
 # name with its rank in the probe's tie order. Arrays, not a row per name:
-# PL/Python makes a dict of each row, and for 1,000 names that cost more than
-# reading them (2.7 ms against 1.6 ms as arrays, in a bank beside 1,000,000 names).
+# PL/Python makes a dict of each row, which cost more than reading the names
+# (1,001 names beside 1,000,000: 4.3-5.7 ms a read as rows, 3.1-4.1 as
+# arrays, 1.5-1.8 for the statement alone; docs/benchmarks.md).
 SQL_SMALL_BANK = """
 SELECT count(*) AS n, array_agg(r.key) AS key, array_agg(r.canonical_name) AS canonical_name,
        array_agg(r.last_seen) AS last_seen, array_agg(r.entity_type) AS entity_type, array_agg(r.id) AS id,

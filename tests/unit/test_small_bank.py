@@ -16,8 +16,8 @@ def bank_of(key, named):
     for number, s in named:
         sets.setdefault(f"name {number}", s)
     rows = DictRows([{"id": f"id{n}", "key": f"name {number}", "canonical_name": f"Name {number}",
-                           "last_seen": None, "entity_type": None, "homonym": False}
-                          for n, (number, _) in enumerate(named)])
+                      "last_seen": None, "entity_type": None, "homonym": False}
+                     for n, (number, _) in enumerate(named)])
     name_map = NameMap()
     name_map.update(sets)
     return SmallBank({"k": key}, rows, name_map)
