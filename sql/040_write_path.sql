@@ -62,6 +62,9 @@ DECLARE
     added_units uuid[];
     added_entities uuid[];
     added_dates timestamptz[];
+    old_units uuid[];
+    old_entities uuid[];
+    old_dates timestamptz[];
 BEGIN
     PERFORM _lock_bank(b);
     -- 1. The links, one statement for any number of units; what was added
@@ -104,15 +107,35 @@ BEGIN
         RETURN 0;
     END IF;
 
-    -- 2. One increment per pair with at least one newly linked side, once
+    -- 2. The units' earlier links (a unit retained again; none for a new
+    -- fact): each unit's links read once, those just added left by a hashed
+    -- NOT IN (no NULL on either side). Written as a join with the added rows,
+    -- a bank the statistics did not know yet (estimated at a row or so) was
+    -- planned as a loop over every added row, each unit's links read per
+    -- added link and each checked against the added rows one by one: a fact
+    -- of 1,000 new names took 40-57 s to link instead of 3.5
+    -- (docs/benchmarks.md).
+    SELECT
+        array_agg(m.unit_id),
+        array_agg(m.entity_id),
+        array_agg(m.event_date)
+    INTO old_units, old_entities, old_dates
+    FROM unit_entities AS m
+    WHERE
+        m.bank_id = b
+        AND m.unit_id = ANY(ARRAY(SELECT DISTINCT u.unit_id FROM unnest(added_units) AS u (unit_id)))
+        AND (m.unit_id, m.entity_id) NOT IN (
+            SELECT n.unit_id, n.entity_id FROM unnest(added_units, added_entities) AS n (unit_id, entity_id)
+        );
+
+    -- 3. One increment per pair with at least one newly linked side, once
     -- per unit, each (unit, pair) produced exactly once: two links just
     -- added pair up from the smaller side (a hash join of the added rows
     -- with themselves, no table read), and a link just added pairs with the
-    -- unit's earlier links (retain of a unit again; none for a new fact).
-    -- A fact of N mentions costs its N(N-1)/2 pairs, nothing more.
-    -- cooccurrence_count stays "number of units linked to both". A pair's
-    -- date in a unit is the later of its two links' dates, as rebuild_stats
-    -- derives it.
+    -- unit's earlier links. A fact of N mentions costs its N(N-1)/2 pairs,
+    -- nothing more. cooccurrence_count stays "number of units linked to
+    -- both". A pair's date in a unit is the later of its two links' dates,
+    -- as rebuild_stats derives it.
     INSERT INTO stats_queue (bank_id, entity_id, entity_id_2, increment, event_date)
     SELECT
         b,
@@ -134,21 +157,8 @@ BEGIN
             greatest(a.entity_id, old.entity_id) AS entity_id_2,
             greatest(a.event_date, old.event_date) AS event_date
         FROM unnest(added_units, added_entities, added_dates) AS a (unit_id, entity_id, event_date)
-        INNER JOIN (
-            SELECT
-                m.unit_id,
-                m.entity_id,
-                m.event_date
-            FROM unit_entities AS m
-            WHERE
-                m.bank_id = b
-                AND m.unit_id IN (SELECT u.unit_id FROM unnest(added_units) AS u (unit_id))
-                AND NOT EXISTS (
-                    SELECT 1
-                    FROM unnest(added_units, added_entities) AS n (unit_id, entity_id)
-                    WHERE n.unit_id = m.unit_id AND n.entity_id = m.entity_id
-                )
-        ) AS old ON a.unit_id = old.unit_id
+        INNER JOIN unnest(old_units, old_entities, old_dates) AS old (unit_id, entity_id, event_date)
+            ON a.unit_id = old.unit_id
     ) AS unit_pairs
     GROUP BY unit_pairs.entity_id_1, unit_pairs.entity_id_2
     ORDER BY unit_pairs.entity_id_1, unit_pairs.entity_id_2;

@@ -35,9 +35,10 @@ def plan_nodes(plan: dict):
         yield from plan_nodes(child)
 
 
-def nested_plans(conn: psycopg.Connection) -> Callable[[], list[tuple[str, dict]]]:
+def nested_plans(conn: psycopg.Connection, analyze: bool = False) -> Callable[[], list[tuple[str, dict]]]:
     """Switch auto_explain on for this session, every nested statement reported to the client; return a
-    reader of the (query text, plan) of every statement run since the last read."""
+    reader of the (query text, plan) of every statement run since the last read. ``analyze``: the plans
+    carry what each node did (rows, loops, rows removed)."""
     seen: list[tuple[str, dict]] = []
 
     def on_notice(diag: psycopg.errors.Diagnostic) -> None:
@@ -49,7 +50,8 @@ def nested_plans(conn: psycopg.Connection) -> Callable[[], list[tuple[str, dict]
     conn.add_notice_handler(on_notice)
     conn.execute("LOAD 'auto_explain'")
     for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"),
-                           ("log_level", "notice"), ("log_format", "json")):
+                           ("log_level", "notice"), ("log_format", "json"),
+                           ("log_analyze", "on" if analyze else "off")):
         conn.execute(f"SET auto_explain.{setting} = '{value}'")
 
     def read() -> list[tuple[str, dict]]:
