@@ -180,6 +180,10 @@ LANGUAGE plpgsql
 STABLE
 SECURITY INVOKER
 SET search_path = {{ search_path }}
+-- Its statements over a bank's links and mentions are estimated past
+-- jit_above_cost once the statistics know a larger bank, and compiling them
+-- cost 1.15 s of 1.18 s (docs/benchmarks.md); the caller's jit is restored.
+SET jit = off
 AS $$
 DECLARE
     settings jsonb := _effective_settings(_review_items.bank_id);
