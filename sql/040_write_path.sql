@@ -120,13 +120,11 @@ BEGIN
         array_agg(m.entity_id),
         array_agg(m.event_date)
     INTO old_units, old_entities, old_dates
-    FROM unit_entities AS m
-    WHERE
-        m.bank_id = b
-        AND m.unit_id = ANY(ARRAY(SELECT DISTINCT u.unit_id FROM unnest(added_units) AS u (unit_id)))
-        AND (m.unit_id, m.entity_id) NOT IN (
-            SELECT n.unit_id, n.entity_id FROM unnest(added_units, added_entities) AS n (unit_id, entity_id)
-        );
+    FROM (SELECT DISTINCT u.unit_id FROM unnest(added_units) AS u (unit_id)) AS d
+    INNER JOIN unit_entities AS m ON m.bank_id = b AND m.unit_id = d.unit_id
+    WHERE (m.unit_id, m.entity_id) NOT IN (
+        SELECT n.unit_id, n.entity_id FROM unnest(added_units, added_entities) AS n (unit_id, entity_id)
+    );
 
     -- 3. One increment per pair with at least one newly linked side, once
     -- per unit, each (unit, pair) produced exactly once: two links just
