@@ -301,7 +301,7 @@ def test_a_fact_in_a_bank_the_statistics_do_not_know_is_linked_without_a_loop_pe
     linking = [p for q, p in plans() if "unit_entities AS m" in q or "INSERT INTO stats_queue" in q]
     assert linking
     for node in (node for p in linking for node in plan_nodes(p)):
-        # The added links pair up once (n(n+1)/2 rows left by the join filter); nothing is done n^3 times.
+        # The added links pair up once (the join filter removes n(n+1)/2 rows); nothing is done n^3 times.
         assert node.get("Rows Removed by Join Filter", 0) <= n * n, json.dumps(node)[:300]
         assert node.get("Actual Rows", 0) * node.get("Actual Loops", 1) <= n * n, json.dumps(node)[:300]
     assert len(pair_counts(conn, "fresh")) == n * (n - 1) // 2
