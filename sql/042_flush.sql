@@ -383,7 +383,10 @@ BEGIN
         FOR UPDATE OF e SKIP LOCKED
     ) AS e;
     IF stale IS NOT NULL THEN
-        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(_orphan_ids(b, stale));
+        -- Checked again now that their rows are locked; found before the
+        -- DELETE, not in its condition (_remove_orphans says why).
+        stale := _orphan_ids(b, stale);
+        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(stale);
     END IF;
 END;
 $$;

@@ -442,15 +442,20 @@ SET search_path = {{ search_path }}
 AS $$
 DECLARE
     gone jsonb;
+    orphans uuid[] := _orphan_ids(_remove_orphans.bank_id, coalesce(_remove_orphans.entity_ids, '{}'));
 BEGIN
     -- Facts forgotten since the operation may leave an entity it gives back
     -- with nothing: it goes, as the flush would have removed it. One that
     -- was an orphan already when the operation ran is given back as it was.
+    -- The orphans are found once, before the DELETE: in its condition, a
+    -- plan that reads a bank the statistics do not know by its prefix called
+    -- _orphan_ids once per entity of the bank (reresolve of 1,001 facts in a
+    -- new bank: 130 s).
     WITH removed AS (
         DELETE FROM entities AS e
         WHERE
             e.bank_id = _remove_orphans.bank_id
-            AND e.id = ANY(_orphan_ids(_remove_orphans.bank_id, coalesce(_remove_orphans.entity_ids, '{}')))
+            AND e.id = ANY(orphans)
             AND NOT coalesce(_remove_orphans.were, '[]') ? e.id::text
         RETURNING e.id
     )
