@@ -59,8 +59,11 @@ DEFAULTS = {
     # one name: it is left out, its mentions are decided again, and where all
     # of them go to one other entity they move there; and a mention of a form
     # other than its entity's name, without the other facts of that form on
-    # that entity (sql/058_reresolve.sql).
-    "reresolve_entities": False,
+    # that entity (sql/058_reresolve.sql). "auto": so where a plan has at most
+    # _reresolve_whole_auto_max() such entities to decide (each costs about a
+    # fact's decision: 8,212 of them took 40 s on a bank of 14,121 entities),
+    # not in the queue's plans (reresolve_queued).
+    "reresolve_entities": "auto",
     # "reference": the reference design's decisions, bit for bit.
     # "enhanced": the levers below, each of which can be switched off
     # (docs/accuracy.md); they do nothing under "reference".
@@ -85,6 +88,9 @@ MAX_NAME_DATA = 1000
 MAX_WORD_CHARS = 100
 
 PROFILES = ("reference", "enhanced")
+
+# A setting of kind "auto_bool" is true, false or this: the code that reads it decides.
+AUTO = "auto"
 
 # attribute_kinds: at most this many names, each one of ATTRIBUTE_KINDS.
 MAX_ATTRIBUTE_KINDS = 100
@@ -113,7 +119,7 @@ _RULES: Dict[str, Tuple[str, float, float, bool]] = {
     "max_nearby_per_mention": ("int", 0, 100000, True),
     "allow_undeclared_labels": ("bool", 0, 0, True),
     "auto_reresolve": ("bool", 0, 0, True),
-    "reresolve_entities": ("bool", 0, 0, True),
+    "reresolve_entities": ("auto_bool", 0, 0, True),
     "profile": ("enum", 0, 0, True),
     **{name: ("bool", 0, 0, True) for name in LEVERS},
     "name_variants_add": ("pairs", 0, MAX_NAME_DATA, True),
@@ -171,6 +177,11 @@ def _check(key: str, value: Any, argument: str):
         return _name_data(key, kind, value, argument)
     if kind == "kinds":
         return _attribute_kinds(key, value, argument)
+    if kind == "auto_bool":
+        if not isinstance(value, bool) and value != AUTO:
+            raise InputError('"%s" must be true, false or "%s", got %s %s'
+                             % (key, AUTO, _type_name(value), _show(value)), argument)
+        return value
     if kind == "bool":
         if not isinstance(value, bool):
             raise InputError('"%s" must be true or false, got %s %s'

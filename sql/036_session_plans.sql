@@ -90,13 +90,13 @@ COMMENT ON FUNCTION {{ internal }}._switch_setting(text, text, boolean) IS
 'an error naming the setting.';
 
 -- entity_resolver.generic_plans: auto (the default) switches to generic plans
--- once the statistics are ready and the session's plan_cache_mode is auto (a
--- value an operator chose is kept); on switches whatever the statistics; off
--- never. Called at the start of a resolver call (plpython/db.py) and of the
--- flush at commit; returns the plan_cache_mode to restore at their end, NULL
--- when it was left alone. The switch is transaction-local (a rollback undoes
--- it) and the callers restore the value on every path out.
-CREATE OR REPLACE FUNCTION {{ internal }}._generic_plans_begin()
+-- once the statistics are ready (need_statistics) and the session's
+-- plan_cache_mode is auto (a value an operator chose is kept); on switches
+-- whatever the statistics; off never. Returns the plan_cache_mode to restore
+-- at the caller's end, NULL when it was left alone. The switch is
+-- transaction-local (a rollback undoes it) and the callers restore the value
+-- on every path out.
+CREATE OR REPLACE FUNCTION {{ internal }}._generic_plans_switch(need_statistics boolean)
 RETURNS text
 LANGUAGE plpgsql
 VOLATILE
@@ -111,16 +111,37 @@ BEGIN
     IF {{ distributed }} OR wanted = 'off' OR previous = 'force_generic_plan' THEN
         RETURN NULL;
     END IF;
-    IF wanted = 'auto' AND (previous <> 'auto' OR NOT _statistics_ready()) THEN
+    IF wanted = 'auto' AND (previous <> 'auto' OR (_generic_plans_switch.need_statistics AND NOT _statistics_ready())) THEN
         RETURN NULL;
     END IF;
     -- An assignment, not PERFORM: PL/pgSQL evaluates it without running a
-    -- statement (this runs twice a fact).
+    -- statement (this runs twice a fact, through _generic_plans_begin).
     ignored := set_config('plan_cache_mode', 'force_generic_plan', TRUE);
     RETURN previous;
 END;
 $$;
 
+COMMENT ON FUNCTION {{ internal }}._generic_plans_switch(boolean) IS
+'Internal: switch this transaction to generic plans when entity_resolver.generic_plans allows it (need_statistics: '
+'under auto, only once the statistics are ready); returns the plan_cache_mode to restore (NULL: unchanged).';
+
+-- At the start of a resolver call (plpython/db.py) and of the flush at
+-- commit, run once or twice a fact in a session: generic plans only once the
+-- statistics are ready, since a plan built on a new database's empty tables
+-- would be kept until their first ANALYZE.
+CREATE OR REPLACE FUNCTION {{ internal }}._generic_plans_begin()
+RETURNS text
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+BEGIN
+    -- A simple expression: PL/pgSQL evaluates it without running a statement.
+    RETURN _generic_plans_switch(TRUE);
+END;
+$$;
+
 COMMENT ON FUNCTION {{ internal }}._generic_plans_begin() IS
-'Internal: switch this transaction to generic plans when entity_resolver.generic_plans allows it; '
-'returns the plan_cache_mode to restore (NULL: unchanged).';
+'Internal: switch this transaction to generic plans when entity_resolver.generic_plans allows it and the '
+'statistics are ready; returns the plan_cache_mode to restore (NULL: unchanged).';

@@ -493,7 +493,8 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_move(text, uuid, jsonb) IS
 -- (a merge made of moves, undone as the plan's other moves are). Which
 -- entities: made of one name by the resolver alone (two or more mentions,
 -- each the resolver's decision, each spelling that name, none with
--- attributes), with no alias or judgement, and the only entity of its name
+-- attributes), with no alias or judgement, not renamed by an operator
+-- (curated), and the only entity of its name
 -- (homonyms were made apart on purpose: left out, the other would take
 -- their mentions by the identical name). An entity with a mention this plan
 -- already moved is left as it is (a mention moves once per plan). Smaller
@@ -511,7 +512,7 @@ AS $$
         FROM entities AS e
         WHERE
             e.bank_id = _reresolve_whole.bank_id AND e.id = _reresolve_whole.entity_id
-            AND e.entity_kind = 'regular' AND e.homonym IS NULL
+            AND e.entity_kind = 'regular' AND e.homonym IS NULL AND NOT e.curated
             AND NOT EXISTS (
                 SELECT 1 FROM entity_aliases AS a WHERE a.bank_id = e.bank_id AND a.entity_id = e.id
             )
@@ -536,7 +537,98 @@ $$;
 
 COMMENT ON FUNCTION {{ internal }}._reresolve_whole(text, uuid) IS
 'Internal (reresolve, reresolve_entities): whether an entity is decided again as a whole: made of its one name by '
-'the resolver alone (two or more mentions, no attributes), without alias, judgement or another entity of its name.';
+'the resolver alone (two or more mentions, no attributes), without alias, judgement, rename (curated) or another '
+'entity of its name.';
+
+-- The entities a plan may decide again whole, in the order it does: of its
+-- scope (entity_ids, NULL: all) with a mention in its facts (units), smaller
+-- entities first, then the newest.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_whole_scope(bank_id text, entity_ids uuid[], units uuid[])
+RETURNS TABLE (id uuid, canonical_name text)
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT e.id, e.canonical_name
+    FROM entities AS e
+    WHERE
+        e.bank_id = _reresolve_whole_scope.bank_id
+        AND (_reresolve_whole_scope.entity_ids IS NULL OR e.id = ANY(_reresolve_whole_scope.entity_ids))
+        AND EXISTS (
+            SELECT 1 FROM mentions AS p
+            WHERE p.bank_id = e.bank_id AND p.entity_id = e.id AND p.unit_id = ANY(_reresolve_whole_scope.units)
+        )
+    ORDER BY e.mention_count, e.first_seen DESC, e.id
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_whole_scope(text, uuid[], uuid[]) IS
+'Internal (reresolve, reresolve_entities): the entities of a plan''s scope with a mention in its facts, in the '
+'order whole entities are decided again (smaller first, then the newest).';
+
+-- reresolve_entities = "auto" (the default): whole entities and forms apart
+-- are decided where a plan has at most this many entities to decide whole.
+-- Each costs about one fact's decision, and few move: on the benchmark's
+-- bank of 14,121 entities, 8,212 were left out in turn for 3 moves, 40 s
+-- (docs/benchmarks.md). A memory of a few thousand entities, or a plan
+-- scoped to some entities, stays under a few seconds of it.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_whole_auto_max()
+RETURNS integer
+LANGUAGE sql
+IMMUTABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT 1000
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_whole_auto_max() IS
+'Internal (reresolve): under reresolve_entities = "auto", the most entities a plan may have to decide again whole '
+'(_reresolve_whole) for it to do so, and to decide forms apart.';
+
+-- Whether a plan decides whole entities again and forms apart: the bank's
+-- reresolve_entities, and under "auto" whether its scope has at most
+-- _reresolve_whole_auto_max() entities to decide whole (counted up to one
+-- more, before the plan moves anything). Not the queue's plans under
+-- "auto" (queued: reresolve_queued): each decides the neighbourhood of a
+-- few new facts, some 170 facts, and with whole entities took 7 times as
+-- long (3.7 s a call against 0.5, docs/benchmarks.md), at the rate facts
+-- are written.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_entities_on(
+    bank_id text, entity_ids uuid[], units uuid[], queued boolean
+)
+RETURNS boolean
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    setting text := _effective_settings(_reresolve_entities_on.bank_id) ->> 'reresolve_entities';
+    most integer := _reresolve_whole_auto_max();
+BEGIN
+    IF setting IS DISTINCT FROM 'auto' THEN
+        RETURN coalesce(setting::boolean, FALSE);
+    END IF;
+    IF _reresolve_entities_on.queued THEN
+        RETURN FALSE;
+    END IF;
+    RETURN (
+        SELECT count(*)
+        FROM (
+            SELECT 1
+            FROM _reresolve_whole_scope(_reresolve_entities_on.bank_id, _reresolve_entities_on.entity_ids, units) AS w
+            WHERE _reresolve_whole(_reresolve_entities_on.bank_id, w.id)
+            LIMIT most + 1
+        ) AS x
+    ) <= most;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_entities_on(text, uuid[], uuid[], boolean) IS
+'Internal (reresolve): whether a plan of these entities (NULL: all) and facts decides whole entities again and '
+'forms apart: the bank setting reresolve_entities, and under "auto" at most _reresolve_whole_auto_max() of them, '
+'not in a queued plan (reresolve_queued).';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_entity_decide(bank_id text, entity_id uuid, plan_id text)
 RETURNS jsonb
@@ -553,6 +645,7 @@ DECLARE
     decided jsonb := '[]';
     owned jsonb;
     result jsonb;
+    gone bigint;
 BEGIN
     -- The entity's mentions decided again without it (deleted with what
     -- holds it, in a subtransaction rolled back), in their facts' order,
@@ -567,10 +660,27 @@ BEGIN
                 'unit_id', m.unit_id, 'fact_id', f.fact_id, 'ordinal', m.ordinal, 'mention', m.mention
             ) ORDER BY f.event_date, f.created_at, f.stored_order, f.id, m.ordinal), '[]')
             FROM mentions AS m
-            INNER JOIN facts AS f ON m.bank_id = f.bank_id AND m.unit_id = f.id
+            -- Each mention's fact by its key (a fence: a bank the statistics
+            -- do not know was read whole for each mention).
+            CROSS JOIN LATERAL (  -- noqa: ST05
+                SELECT x.fact_id, x.event_date, x.created_at, x.stored_order, x.id
+                FROM facts AS x
+                WHERE x.bank_id = b AND x.id = m.unit_id
+                OFFSET 0
+            ) AS f  -- noqa: AM09
             WHERE m.bank_id = b AND m.entity_id = _reresolve_entity_decide.entity_id
         );
+        -- Its provenance and links first: a bank-bound role may delete an
+        -- orphan only (the policy orphans_only), and the cascade would
+        -- otherwise leave the entity in place, to be found by its own name.
+        DELETE FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = _reresolve_entity_decide.entity_id;
+        DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = _reresolve_entity_decide.entity_id;
         DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = _reresolve_entity_decide.entity_id;
+        GET DIAGNOSTICS gone = ROW_COUNT;
+        IF gone <> 1 THEN
+            RAISE EXCEPTION 'reresolve: entity % of bank % could not be left out', _reresolve_entity_decide.entity_id, b
+                USING ERRCODE = 'XX000';
+        END IF;
         result := NULL;
         FOR own IN
             SELECT (x ->> 'unit_id')::uuid AS unit_id, x ->> 'fact_id' AS fact_id, (x ->> 'ordinal')::integer AS ordinal,
@@ -641,7 +751,7 @@ DECLARE
     moved_ids uuid[];
     reported jsonb;
     why_kept text;
-    entities_on boolean := coalesce((_effective_settings(_reresolve_plan.bank_id) ->> 'reresolve_entities')::boolean, FALSE);
+    entities_on boolean;
     form_facts uuid[];
     apart_is record;
     apart text;
@@ -664,6 +774,7 @@ BEGIN
                 AND (_reresolve_plan.unit_ids IS NULL OR f.id = ANY(_reresolve_plan.unit_ids))
             ORDER BY f.event_date, f.created_at, f.stored_order, f.id
         );
+        entities_on := _reresolve_entities_on(b, ids, units, _reresolve_plan.unit_ids IS NOT NULL);
         IF ids IS NULL AND _reresolve_plan.since IS NULL AND _reresolve_plan.unit_ids IS NULL THEN
             unrecorded := _reresolve_unrecorded(b);
         ELSE
@@ -792,15 +903,7 @@ BEGIN
                 UNION
                 SELECT (mv -> 'to' ->> 'entity_id')::uuid FROM jsonb_array_elements(moves) AS mv
             );
-            FOR whole IN
-                SELECT e.id, e.canonical_name
-                FROM entities AS e
-                WHERE
-                    e.bank_id = b
-                    AND (ids IS NULL OR e.id = ANY(ids))
-                    AND EXISTS (SELECT 1 FROM mentions AS p WHERE p.bank_id = b AND p.entity_id = e.id AND p.unit_id = ANY(units))
-                ORDER BY e.mention_count, e.first_seen DESC, e.id
-            LOOP
+            FOR whole IN SELECT w.id, w.canonical_name FROM _reresolve_whole_scope(b, ids, units) AS w LOOP
                 CONTINUE WHEN whole.id = ANY(moved_ids) OR NOT _reresolve_whole(b, whole.id);
                 to_whole := _reresolve_entity_decide(b, whole.id, plan_id);
                 CONTINUE WHEN to_whole IS NULL;
@@ -847,6 +950,7 @@ BEGIN
         'mentions_decided', n_decided,
         'mentions_fixed', n_fixed,
         'mentions_moved', jsonb_array_length(moves),
+        'whole_entities', entities_on,
         'moves', moves,
         'kept', kept,
         'entities_removed', removed
@@ -949,6 +1053,17 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_run(text, uuid[], timestamptz, uui
 'Internal (reresolve, reresolve_queued): plan the re-resolution of the facts in scope and, unless a dry run, '
 'apply it as one ledgered operation (scope: what the plan reports as its scope).';
 
+-- _reresolve_generic_plans: a plan runs its statements once or more per
+-- fact, for a bank (b, a parameter) that may be new since the last ANALYZE.
+-- A custom plan then estimates the bank at a row or so, and its joins read
+-- the bank's rows by its prefix in a loop: with the statistics knowing only
+-- another bank, the recurring family's 307 facts took 64-70 s to re-resolve
+-- with whole entities, 4.3 s without; with generic plans (the bank's rows
+-- estimated from the number of banks), 1.7 and 0.65 s, the same moves. On
+-- the benchmark's analysed bank of 10,000 facts, 46-49 s against 54-55 s.
+-- So reresolve and reresolve_queued switch to generic plans (as the
+-- resolver does, entity_resolver.generic_plans) without waiting for the
+-- statistics to be ready: within one call no table grows from empty.
 CREATE OR REPLACE FUNCTION {{ schema }}.reresolve(
     bank_id text,
     entity_ids uuid[] DEFAULT NULL,
@@ -966,6 +1081,9 @@ DECLARE
     b text := check_bank_id(reresolve.bank_id);
     given uuid;
     ids uuid[];
+    plan jsonb;
+    previous text;
+    ignored text;
 BEGIN
     IF reresolve.entity_ids IS NOT NULL THEN
         PERFORM _check_id_array(reresolve.entity_ids, 'entity_ids', 'entity');
@@ -981,10 +1099,16 @@ BEGIN
         END LOOP;
     END IF;
 
-    RETURN _reresolve_run(
+    -- Generic plans, statistics or not (_reresolve_generic_plans says why).
+    previous := _generic_plans_switch(FALSE);
+    plan := _reresolve_run(
         b, ids, reresolve.since, NULL, reresolve.dry_run, reresolve.reason,
         jsonb_build_object('entity_ids', to_jsonb(ids), 'since', reresolve.since)
     );
+    IF previous IS NOT NULL THEN
+        ignored := set_config('plan_cache_mode', previous, TRUE);
+    END IF;
+    RETURN plan;
 END;
 $$;
 
@@ -994,9 +1118,10 @@ COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, t
 'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
 'entities judged distinct, nor takes a name to its bare entity only because nothing tells apart the entities it '
 'fits while the context leans to its own; no entity is created or renamed. With the bank setting '
-'reresolve_entities, an entity the resolver made of one name is then decided again whole: where all its mentions '
-'go to one other entity, they move there; and a form other than its entity''s name is decided apart from the other '
-'facts of that form on that entity. dry_run (the default) returns the moves without writing; applied, one '
+'reresolve_entities (by default, "auto", where the plan has at most _reresolve_whole_auto_max() such entities; the '
+'plan''s whole_entities says), an entity the resolver made of one name is then decided again whole: where all its '
+'mentions go to one other entity, they move there; and a form other than its entity''s name is decided apart from '
+'the other facts of that form on that entity. dry_run (the default) returns the moves without writing; applied, one '
 'transaction, ledgered (undo_operation).';
 
 -- auto_reresolve: a bank with the setting on queues each unit it writes
@@ -1029,6 +1154,8 @@ DECLARE
     taken uuid[];
     units uuid[];
     plan jsonb;
+    previous text;
+    ignored text;
 BEGIN
     PERFORM _correction_begin(b, reresolve_queued.dry_run);
     PERFORM _require_bank(b);
@@ -1054,11 +1181,16 @@ BEGIN
     IF NOT reresolve_queued.dry_run THEN
         DELETE FROM reresolve_queue AS q WHERE q.bank_id = b AND q.unit_id = ANY(taken);
     END IF;
+    -- Generic plans, statistics or not (_reresolve_generic_plans says why).
+    previous := _generic_plans_switch(FALSE);
     plan := _reresolve_run(
         b, NULL, NULL, units, reresolve_queued.dry_run,
         coalesce(reresolve_queued.reason, format('reresolve_queued: %s queued unit(s)', cardinality(taken))),
         jsonb_build_object('queued_units', to_jsonb(taken), 'neighbourhood_units', cardinality(units))
     );
+    IF previous IS NOT NULL THEN
+        ignored := set_config('plan_cache_mode', previous, TRUE);
+    END IF;
     RETURN plan || jsonb_build_object(
         'queued_taken', cardinality(taken),
         'queued_left', (SELECT count(*) FROM reresolve_queue AS q WHERE q.bank_id = b)

@@ -1046,6 +1046,7 @@ _PLAN_FIELDS = (
     ("aliases_shared", "aliases the moved mentions are written as"), ("aliases_removed", "aliases removed"),
     ("mentions_decided", "mentions decided again"), ("mentions_fixed", "mentions fixed (operator, alias, literal, label)"),
     ("entities_removed", "entities left with nothing, removed"),
+    ("whole_entities", "entities of one name decided again whole"),
 )
 
 
@@ -1063,6 +1064,8 @@ def _print_plan(bank: str, plan: Dict[str, Any], as_json: bool) -> None:
             continue
         if isinstance(value, list):
             value = ", ".join(map(str, value))
+        elif isinstance(value, bool):
+            value = "yes" if value else "no"
         out.print(f"  {label}: {value}")
     new = (plan.get("new_entity") or {}).get("entity_id")
     if new:

@@ -139,10 +139,14 @@ def _configure(conn, key, value):
 def test_the_settings_table_gives_each_range_exactly(conn, page):
     # "0–1" and "1–10000" include both ends; "> 0, ≤ 36500" excludes 0.
     for key, (_, bounds) in settings_table(page).items():
-        if bounds == "true/false":
+        if bounds in ("true/false", "true/false/auto"):
             assert _configure(conn, key, True) is True and _configure(conn, key, False) is False, (page, key)
             with pytest.raises(psycopg.errors.InvalidParameterValue):
                 _configure(conn, key, 1)
+            if bounds.endswith("/auto"):
+                assert _configure(conn, key, "auto") == "auto", (page, key)
+                with pytest.raises(psycopg.errors.InvalidParameterValue, match=key):
+                    _configure(conn, key, "none of them")
             continue
         if "/" in bounds:
             for choice in bounds.split("/"):

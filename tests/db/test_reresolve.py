@@ -180,6 +180,7 @@ def test_the_client_and_the_cli_reresolve(conn, early):
     dry = cli("reresolve", "early")
     assert dry.exit_code == 0, dry.output
     assert "dry run" in dry.stdout and "Alex Kim" in dry.stdout and "--apply" in dry.stderr
+    assert "entities of one name decided again whole: yes" in dry.stdout
     assert mention_entity(conn, early["f1"]) == ("Alex", "created")
     applied = json.loads(cli("reresolve", "early", "--apply", "--json").stdout)
     assert applied["dry_run"] is False and applied["operation_id"] is not None
@@ -243,7 +244,9 @@ def whole_entities(conn, bank, on=True):
 
 
 def test_an_entity_of_a_nickname_moves_whole_to_the_full_name_where_the_bank_asks(conn, nickname):
-    assert call(conn, "reresolve", "nick")["moves"] == []
+    whole_entities(conn, "nick", False)
+    off = call(conn, "reresolve", "nick")
+    assert off["moves"] == [] and off["whole_entities"] is False
     whole_entities(conn, "nick")
     before = snapshot(conn, "nick")
 
@@ -257,6 +260,60 @@ def test_an_entity_of_a_nickname_moves_whole_to_the_full_name_where_the_bank_ask
     assert differences(conn, "nick")["differences"] == 0
     call(conn, "undo_operation", "nick", plan["operation_id"])
     assert snapshot(conn, "nick") == before
+
+
+def test_by_default_a_small_plan_decides_whole_entities(conn, nickname):
+    """reresolve_entities = "auto" (the default): a plan with few entities to decide whole does so."""
+    plan = call(conn, "reresolve", "nick")
+    assert plan["whole_entities"] is True
+    assert [(m["from"]["name"], m["to"]["name"]) for m in plan["moves"]] == [("Bob Smith", "Robert Smith")] * 2
+
+
+def test_by_default_a_plan_with_more_entities_to_decide_whole_than_the_most_does_not(conn):
+    """Under "auto", past _reresolve_whole_auto_max() entities of one name to leave out in turn, the plan
+    decides fact by fact only; a plan scoped to fewer (since) still decides them whole."""
+    most = conn.execute(f"SELECT {ER}_internal._reresolve_whole_auto_max()").fetchone()[0]
+    # most + 1 entities of one name (a word unlike the others), two mentions each, in January; Bob Smith
+    # twice in March.
+    conn.execute(
+        f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
+        " SELECT 'many', jsonb_build_array(w, w), '2026-01-01T09:00:00Z'"
+        " FROM generate_series(1, %s) AS n, LATERAL (SELECT initcap(left(md5(n::text), 10)) AS w) AS x", (most + 1,))
+    insert_fact(conn, "many", ["Robert Smith", "Acme"], "2026-03-01T09:00:00Z")
+    insert_fact(conn, "many", ["Bob Smith", "Globex"], "2026-03-02T09:00:00Z")
+    insert_fact(conn, "many", ["Bob Smith", "Globex"], "2026-03-03T09:00:00Z")
+    insert_fact(conn, "many", ["Robert Smith", "Globex"], "2026-03-04T09:00:00Z")
+    assert conn.execute(f"SELECT count(*) FROM {ER}.entities WHERE bank_id = 'many'").fetchone()[0] == most + 5
+
+    assert call(conn, "reresolve", "many")["whole_entities"] is False
+    since = call(conn, "reresolve", "many", since="2026-02-01T00:00:00Z")
+    assert since["whole_entities"] is True
+    assert [(m["from"]["name"], m["to"]["name"]) for m in since["moves"]] == [("Bob Smith", "Robert Smith")] * 2
+
+
+def test_by_default_the_queue_decides_fact_by_fact(conn, nickname):
+    """Under "auto", a queued plan (reresolve_queued) does not decide whole entities: it runs at the rate
+    facts are written; with the setting true it does."""
+    call(conn, "configure_bank", "nick", json.dumps({"auto_reresolve": True}))
+    insert_fact(conn, "nick", ["Robert Smith", "Globex"], "2026-03-03T09:00:00Z")
+    queued = call(conn, "reresolve_queued", "nick", 10)
+    assert queued["whole_entities"] is False and queued["moves"] == []
+    whole_entities(conn, "nick")
+    queued = call(conn, "reresolve_queued", "nick", 10)
+    assert queued["whole_entities"] is True
+    assert [(m["from"]["name"], m["to"]["name"]) for m in queued["moves"]] == [("Bob Smith", "Robert Smith")] * 2
+
+
+def test_a_bank_bound_curator_decides_whole_entities_as_the_installer_does(conn, nickname, roles, connect_as):
+    """A bank-bound role may delete orphan entities only (the policy orphans_only): the entity left out
+    whole is left out all the same (its provenance first), not found again by its own name."""
+    bob = roles()
+    conn.execute(f"SELECT {ER}.grant_bank_access('nick', %s)", (bob,))
+    grant(conn, "nick", bob)
+    as_bob = connect_as(bob).execute(f"SELECT {ER}.reresolve('nick')").fetchone()[0]
+    as_installer = call(conn, "reresolve", "nick")
+    assert as_bob["whole_entities"] is True
+    assert as_bob["moves"] == as_installer["moves"] and len(as_installer["moves"]) == 2
 
 
 def test_a_judgement_keeps_a_whole_entity_where_it_is(conn, nickname):
@@ -285,6 +342,7 @@ def two_weis(conn):
 
 
 def test_a_form_is_decided_apart_from_the_other_facts_of_that_form_on_its_entity(conn, two_weis):
+    whole_entities(conn, "weis", False)
     plan = call(conn, "reresolve", "weis")
     assert [m["unit_id"] for m in plan["moves"]] == [two_weis[3]]
     assert [k["unit_id"] for k in plan["kept"]] == two_weis[1:3]      # would each be a new entity "Wei"
