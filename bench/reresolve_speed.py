@@ -213,7 +213,8 @@ def measure_reresolve(dsn: str, size: int = 10_000, facts: int = 10_000, chunk: 
             out.update({"seconds": round(seconds, 1), "facts_per_second": round(plan["facts"] / seconds, 1),
                         "ms_per_fact": round(1000 * seconds / max(1, plan["facts"]), 2),
                         "mentions_decided": plan["mentions_decided"], "mentions_moved": plan["mentions_moved"],
-                        "kept": len(plan["kept"]), "plan_facts": plan["facts"]})
+                        "kept": len(plan["kept"]), "plan_facts": plan["facts"],
+                        "plan_whole_entities": plan.get("whole_entities")})
             say("reresolve: the same dry run as it was made before")
             before, before_seconds = _dry_run(conn, bank.bank_id, True)
             out["before"] = {"seconds": round(before_seconds, 1),
@@ -257,7 +258,8 @@ def markdown(r: Dict[str, Any]) -> str:
         f"A bank built as above ({r['entities_built']:,} entities, COPY), then {r['facts']:,} facts of 3-6 mentions "
         f"({r['mentions']:,} mentions) inserted through the facts trigger in {r['insert_seconds']} s; the bank then "
         f"holds {r['entities']:,} entities. `reresolve(bank)` (dry run: every fact decided again, the moves made "
-        "in a subtransaction rolled back):",
+        "in a subtransaction rolled back; the bank's `reresolve_entities` as installed, `auto`: whole entities "
+        f"decided again: {'yes' if r.get('plan_whole_entities') else 'no, more than 1,000 to decide'}):",
         "",
         "| entities | facts | mentions decided | mentions moved | seconds | facts/s | ms/fact |",
         "|---:|---:|---:|---:|---:|---:|---:|",
@@ -270,7 +272,7 @@ def markdown(r: Dict[str, Any]) -> str:
         f"{r['before']['seconds']} s ({r['before']['ms_per_fact']} ms/fact), {r['speedup']}x the time; the "
         f"plans equal: {r['plans_equal']}.",
         "",
-        *([f"With the bank setting `reresolve_entities` (whole entities decided again after the facts), the same "
+        *([f"With the bank setting `reresolve_entities` true (whole entities decided again after the facts), the same "
            f"dry run: {r['whole_entities']['seconds']} s ({r['whole_entities']['ratio']}x), "
            f"{r['whole_entities']['mentions_moved']:,} mentions moved, {r['whole_entities']['entities_moved']:,} "
            f"of them with a whole entity.", ""] if r.get("whole_entities") else []),
