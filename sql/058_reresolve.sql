@@ -677,11 +677,12 @@ BEGIN
         DELETE FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.entity_id = _reresolve_entity_decide.entity_id;
         DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = _reresolve_entity_decide.entity_id;
         GET DIAGNOSTICS gone = ROW_COUNT;
-        IF gone <> 1 THEN
-            RAISE EXCEPTION 'reresolve: entity % of bank % could not be left out', _reresolve_entity_decide.entity_id, b
-                USING ERRCODE = 'XX000';
-        END IF;
         result := NULL;
+        IF gone <> 1 THEN
+            -- Not left out (a policy kept it): found again by its own name,
+            -- it would seem to move to itself. Nothing is decided whole.
+            RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the entity could not be left out';
+        END IF;
         FOR own IN
             SELECT (x ->> 'unit_id')::uuid AS unit_id, x ->> 'fact_id' AS fact_id, (x ->> 'ordinal')::integer AS ordinal,
                 x ->> 'mention' AS mention
@@ -1053,7 +1054,7 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_run(text, uuid[], timestamptz, uui
 'Internal (reresolve, reresolve_queued): plan the re-resolution of the facts in scope and, unless a dry run, '
 'apply it as one ledgered operation (scope: what the plan reports as its scope).';
 
--- _reresolve_generic_plans: a plan runs its statements once or more per
+-- Generic plans for re-resolution: a plan runs its statements once or more per
 -- fact, for a bank (b, a parameter) that may be new since the last ANALYZE.
 -- A custom plan then estimates the bank at a row or so, and its joins read
 -- the bank's rows by its prefix in a loop: with the statistics knowing only
@@ -1099,7 +1100,7 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- Generic plans, statistics or not (_reresolve_generic_plans says why).
+    -- Generic plans, statistics or not (the comment before reresolve says why).
     previous := _generic_plans_switch(FALSE);
     plan := _reresolve_run(
         b, ids, reresolve.since, NULL, reresolve.dry_run, reresolve.reason,
@@ -1181,7 +1182,7 @@ BEGIN
     IF NOT reresolve_queued.dry_run THEN
         DELETE FROM reresolve_queue AS q WHERE q.bank_id = b AND q.unit_id = ANY(taken);
     END IF;
-    -- Generic plans, statistics or not (_reresolve_generic_plans says why).
+    -- Generic plans, statistics or not (the comment before reresolve says why).
     previous := _generic_plans_switch(FALSE);
     plan := _reresolve_run(
         b, NULL, NULL, units, reresolve_queued.dry_run,
