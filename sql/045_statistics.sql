@@ -142,7 +142,6 @@ DECLARE
     orphans jsonb;
     n_entities bigint;
     n_pairs bigint;
-    gone uuid[];
 BEGIN
     PERFORM _check_not_null(rebuild_stats.dry_run, 'dry_run');
     IF NOT rebuild_stats.dry_run THEN
@@ -185,10 +184,7 @@ BEGIN
         -- The recount the corrections use, on every entity of the bank (and
         -- so every pair): one definition of the derived numbers.
         PERFORM _recount(b, ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b), TRUE);
-        -- The orphans found before the DELETE, not in its condition
-        -- (_remove_orphans says why).
-        gone := _orphan_ids(b, ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b));
-        DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(gone);
+        PERFORM _remove_orphans(b, ARRAY(SELECT e.id FROM entities AS e WHERE e.bank_id = b), NULL);
     END IF;
 
     RETURN jsonb_build_object(

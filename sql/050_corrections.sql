@@ -432,38 +432,3 @@ $$;
 
 COMMENT ON FUNCTION {{ internal }}._orphans(text, uuid[]) IS
 'Internal: which of these entities nothing refers to (no mention, no link, not curated), as a jsonb array.';
-
-CREATE OR REPLACE FUNCTION {{ internal }}._remove_orphans(bank_id text, entity_ids uuid[], were jsonb)
-RETURNS jsonb
-LANGUAGE plpgsql
-VOLATILE
-SECURITY INVOKER
-SET search_path = {{ search_path }}
-AS $$
-DECLARE
-    gone jsonb;
-    orphans uuid[] := _orphan_ids(_remove_orphans.bank_id, coalesce(_remove_orphans.entity_ids, '{}'));
-BEGIN
-    -- Facts forgotten since the operation may leave an entity it gives back
-    -- with nothing: it goes, as the flush would have removed it. One that
-    -- was an orphan already when the operation ran is given back as it was.
-    -- The orphans are found once, before the DELETE: in its condition, a
-    -- plan that reads a bank the statistics do not know by its prefix called
-    -- _orphan_ids once per entity of the bank (reresolve of 1,001 facts in a
-    -- new bank: 130 s).
-    WITH removed AS (
-        DELETE FROM entities AS e
-        WHERE
-            e.bank_id = _remove_orphans.bank_id
-            AND e.id = ANY(orphans)
-            AND NOT coalesce(_remove_orphans.were, '[]') ? e.id::text
-        RETURNING e.id
-    )
-
-    SELECT coalesce(jsonb_agg(removed.id ORDER BY removed.id), '[]') INTO gone FROM removed;
-    RETURN gone;
-END;
-$$;
-
-COMMENT ON FUNCTION {{ internal }}._remove_orphans(text, uuid[], jsonb) IS
-'Internal (undo): remove the given entities nothing refers to any more, except those that were orphans before.';
