@@ -8,6 +8,10 @@ fact is decided as if it arrived now; it then compares these outcomes with the
 provenance and moves what changed. There is no second resolver here.
 """
 
+import json
+import uuid
+from collections import Counter
+
 import db
 import probe
 import resolve
@@ -118,3 +122,113 @@ def decide_plan_fact_sql(plpy, bank_id, unit_id, plan_id, keep):
     ``keep``: the fact's left-out removed no entity, so its probes may be kept.
     """
     return _decide(plpy, bank_id, unit_id, PlanProber(plan_id, bank_id, keep))
+
+
+# -- a replay in event order (the bank setting reresolve_replay) ----------------------
+#
+# A bank's partition depends on the order its facts arrived: a bare "Alex"
+# stored before Alex Kim was known made an entity of its own, two people of one
+# name met in one order share an entity and in another do not. Deciding each
+# fact again against the bank as it stands keeps most of that history (every
+# entity the arrival made is still there to be found). A replay does not:
+# every fact of the bank decided again from nothing, in event order, as if the
+# facts had arrived in the order they happened (_reresolve_replay, rolled
+# back). Its clusters are then placed on the entities the bank holds, so that
+# identity is kept where it can be: each cluster on the entity holding most of
+# its mentions, the largest overlaps first, each entity once (map_clusters);
+# an entity the replay kept (one an operator made or named, which the replay
+# does not remove) is its own cluster's. A cluster no entity is left for gets
+# one of its own, made as the replay made it (_reresolve_create).
+
+SQL_PLACED = """
+SELECT m.unit_id::text AS unit_id, m.ordinal, m.entity_id::text AS entity_id, e.canonical_name
+  FROM mentions AS m
+ INNER JOIN entities AS e ON m.bank_id = e.bank_id AND m.entity_id = e.id
+ WHERE m.bank_id = $1 AND m.unit_id = ANY($2::uuid[])
+"""
+
+SQL_KEPT = """
+SELECT e.id::text AS id FROM entities AS e WHERE e.bank_id = $1 AND e.id = ANY($2::uuid[])
+"""
+
+# The id of an entity a replay makes is drawn from its first mention (bank,
+# unit, ordinal), not at random: a dry run and the apply after it make the
+# same plan, and a second reresolve finds the same ids.
+_MADE = uuid.UUID("6f1c2a4e-2b1d-5d3e-9a57-6e7265736f6c")
+
+
+def made_id(bank_id, unit, ordinal, taken):
+    """The id for an entity a replay makes, first met at (unit, ordinal): the first of its ids for
+    which ``taken(id)`` is false (an entity of the bank may hold one, made by an earlier plan)."""
+    n = 0
+    while True:
+        candidate = str(uuid.uuid5(_MADE, "%s\x00%s\x00%s\x00%d" % (bank_id, unit, ordinal, n)))
+        if not taken(candidate):
+            return candidate
+        n += 1
+
+
+def map_clusters(placed, replayed, kept=()):
+    """The entity each replayed cluster is placed on: {cluster: entity}.
+
+    placed: {(unit, ordinal): entity} (where the mentions are); replayed:
+    {(unit, ordinal): cluster} (where the replay put them), in the replay's
+    order; kept: clusters that are entities of the bank, each placed on itself.
+    The pairs of most mentions in common first; of as many, the larger entity,
+    then the cluster and the entity with the earliest mention in the replay's
+    order: no tie is broken by an id, which the order of arrival drew. A
+    cluster and an entity are each placed once.
+    """
+    out = {c: c for c in kept}
+    taken = set(out)
+    overlap = Counter((replayed[k], e) for k, e in placed.items() if k in replayed)
+    size = Counter(placed.values())
+    first = {}
+    for n, k in enumerate(replayed):
+        first.setdefault(replayed[k], n)
+        if k in placed:
+            first.setdefault(("entity", placed[k]), n)
+    order = sorted(overlap.items(), key=lambda x: (-x[1], -size[x[0][1]], first[x[0][0]], first[("entity", x[0][1])]))
+    for (cluster, entity), _ in order:
+        if cluster not in out and entity not in taken:
+            out[cluster] = entity
+            taken.add(entity)
+    return out
+
+
+def replay_decided_sql(plpy, bank_id, replay):
+    """_reresolve_replay_decided: a replay (_reresolve_replay's) as each fact's decisions, placed.
+
+    Returns {"units": {unit_id: {"decided": [rows as _reresolve_fact's], "left_out": []}}, "create":
+    [entity rows]} as JSON: a cluster placed on no entity goes to an entity of its own, made from the
+    replay's row of it (create).
+    """
+    replay = json.loads(replay) if replay else {}
+    rows = replay.get("mentions") or []
+    made = {e["id"]: e for e in replay.get("entities") or []}
+    units = sorted({r[0] for r in rows})
+    placed, names = {}, {}
+    for r in db.run(plpy, "reresolve_placed", SQL_PLACED, ["text", "uuid[]"], [bank_id, units]) if units else []:
+        placed[(r["unit_id"], r["ordinal"])] = r["entity_id"]
+        names[r["entity_id"]] = r["canonical_name"]
+    kept = [r["id"] for r in db.run(plpy, "reresolve_kept", SQL_KEPT, ["text", "uuid[]"], [bank_id, sorted(made)])]
+    mapping = map_clusters(placed, {(r[0], r[1]): r[2] for r in rows}, kept)
+    create = []
+
+    def taken(candidate):
+        return candidate in mapping.values() or bool(
+            db.run(plpy, "reresolve_kept", SQL_KEPT, ["text", "uuid[]"], [bank_id, [candidate]]))
+
+    for unit, ordinal, cluster, _, _ in rows:
+        if cluster not in mapping:
+            mapping[cluster] = made_id(bank_id, unit, ordinal, taken)
+            create.append(dict(made[cluster], id=mapping[cluster], homonym=None))
+    out = {}
+    for unit, ordinal, cluster, decision, score in rows:
+        entity = mapping[cluster]
+        out.setdefault(unit, []).append({
+            "ordinal": ordinal, "entity_id": entity, "canonical_name": names.get(entity) or made[cluster]["canonical_name"],
+            "created": False, "score": score, "decision": decision,
+            "untold": False, "leaning": None, "by_score": False})
+    return json.dumps({"units": {u: {"decided": sorted(d, key=lambda x: x["ordinal"]), "left_out": []}
+                                 for u, d in out.items()}, "create": create})

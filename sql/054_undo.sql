@@ -415,11 +415,17 @@ DECLARE
     n_mentions bigint := 0;
 BEGIN
     -- As a merge's undo, per entity the moves went to (sql/058_reresolve.sql).
-    touched := ARRAY(SELECT r.id FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r);
+    -- The entities a replay made are touched too: left with nothing, they go.
+    touched := ARRAY(
+        SELECT r.id FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
+        UNION ALL
+        SELECT r.id
+        FROM jsonb_populate_recordset(NULL::entities, coalesce(_undo_reresolve.plan -> 'entities_created', '[]')) AS r
+    );
     -- The entities the moves left with nothing, which went, come back.
     missing := ARRAY(
-        SELECT t.id FROM unnest(touched) AS t (id)
-        WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = t.id)
+        SELECT r.id FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
+        WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = r.id)
     );
     PERFORM _check_free_names(b, _image_names(image, missing), NULL, _undo_reresolve.operation_id);
     INSERT INTO entities

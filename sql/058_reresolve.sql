@@ -23,6 +23,12 @@
 --      entities gone since (no entity is created or renamed during a plan);
 --   3. move each mention whose entity changed (_reresolve_move), unless it is
 --      a fixed point; the facts after it see the move.
+-- A plan of the whole bank first replays it (reresolve_replay, below): every
+-- fact decided again from nothing in event order, its clusters placed on the
+-- bank's entities (an entity made for a cluster none is left for) and its
+-- mentions moved there; the steps above then run on the bank it made. The
+-- entities are made before any probe is kept, so the probes' memo still sees
+-- no entity made during the steps.
 -- Fixed points. Re-resolution never undoes an operator's merge, split, rename
 -- or alias: it moves mentions and nothing else (no entity is renamed, given
 -- or stripped of an alias; one is merged only as all its mentions moved, by
@@ -31,7 +37,8 @@
 -- resolved through an alias (an operator's name, or a merged entity's), a
 -- literal or a label (exact by rule). A move between two entities judged distinct is not made:
 -- the operator said they are different things. A mention that would now make
--- a new entity stays where it is (splitting is the operator's call). Units
+-- a new entity stays where it is (splitting is the operator's call; a replay
+-- makes one only for mentions it holds apart from every entity). Units
 -- that are not facts (retain, resolve calls) are not decided again: their
 -- input (nearby names) is not stored.
 --
@@ -722,6 +729,228 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_entity_decide(text, uuid, text) IS
 'Internal (reresolve, reresolve_entities): an entity''s mentions decided again without it (in a subtransaction '
 'rolled back): {to, name, mentions} when every one goes to one other entity, else NULL.';
 
+-- A replay in event order (the bank setting reresolve_replay; the why is in
+-- plpython/reresolve.py). Every fact of the bank decided again from nothing,
+-- in event order (event_date, then the application's fact_id, then id: no
+-- part of it is the order facts were stored in), in a subtransaction rolled
+-- back: their contributions forgotten as forget_unit would (flushed: an
+-- entity left with nothing goes, one an operator created or named stays),
+-- then the facts resolved and linked as the facts trigger does, 500 to a
+-- statement as an import writes them (a batch decides as fact by fact does),
+-- each batch flushed as its commit would. Returns where each mention went,
+-- in the replay's order, and the entities it went to: {mentions: [[unit_id,
+-- ordinal, entity_id, decision, score], ...], entities: [rows]} (an entity
+-- the replay made is gone with it; its id is free).
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_replay(bank_id text)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_replay.bank_id;
+    batch CONSTANT integer := 500;
+    ids uuid[];
+    i integer := 1;
+    result jsonb;
+BEGIN
+    BEGIN
+        ids := ARRAY(SELECT f.id FROM facts AS f WHERE f.bank_id = b ORDER BY f.event_date, f.fact_id, f.id);
+        PERFORM _forget_units(b, ids);
+        PERFORM _flush_bank(b, TRUE);
+        WHILE i <= cardinality(ids) LOOP
+            PERFORM _resolve_and_link_facts(x.bank_ids, x.ids, x.mentions, x.event_dates)
+            FROM (
+                SELECT
+                    array_agg(f.bank_id ORDER BY t.n) AS bank_ids,
+                    array_agg(f.id::text ORDER BY t.n) AS ids,
+                    array_agg(f.mentions::text ORDER BY t.n) AS mentions,
+                    array_agg(f.event_date::text ORDER BY t.n) AS event_dates
+                FROM unnest(ids[i:i + batch - 1]) WITH ORDINALITY AS t (id, n)
+                INNER JOIN facts AS f ON f.bank_id = b AND t.id = f.id
+            ) AS x;
+            PERFORM _flush_bank(b, TRUE);
+            i := i + batch;
+        END LOOP;
+        result := jsonb_build_object(
+            'mentions', (
+                SELECT coalesce(jsonb_agg(
+                    jsonb_build_array(m.unit_id, m.ordinal, m.entity_id, m.decision, m.score)
+                    ORDER BY t.n, m.ordinal
+                ), '[]')
+                FROM unnest(ids) WITH ORDINALITY AS t (id, n)
+                INNER JOIN mentions AS m ON m.bank_id = b AND t.id = m.unit_id
+            ),
+            'entities', (
+                SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.id), '[]')
+                FROM entities AS e
+                WHERE
+                    e.bank_id = b
+                    AND EXISTS (
+                        SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = e.id AND m.unit_id = ANY(ids)
+                    )
+            )
+        );
+        RAISE SQLSTATE 'ER900' USING MESSAGE = 'reresolve: the replay is rolled back';
+    EXCEPTION
+        WHEN SQLSTATE 'ER900' THEN
+            NULL;
+    END;
+    RETURN result;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_replay(text) IS
+'Internal (reresolve, reresolve_replay): every fact of the bank decided again from nothing in event order '
+'(event_date, fact_id, id), in a subtransaction rolled back; returns {mentions: [[unit_id, ordinal, entity_id, '
+'decision, score], ...] in the replay''s order, entities: [the rows of the entities they went to]}.';
+
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_replay_decided(bank_id text, replay jsonb)
+RETURNS jsonb
+LANGUAGE plpython3u
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$ reresolve.replay_decided_sql $$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_replay_decided(text, jsonb) IS
+'Internal (reresolve, reresolve_replay): a replay''s clusters placed on the bank''s entities (most mentions in '
+'common first, each entity once), as each fact''s decisions, and the entities to make for the clusters placed on '
+'none: {units: {unit_id: {decided: [...], left_out: []}}, create: [rows]}.';
+
+-- The entities a replay makes (a cluster placed on none of the bank's),
+-- from their rows: the replay's id and name, no mention yet (the moves that
+-- follow count them). A homonym where the bank holds its name and type
+-- already (the replay held two people apart that the bank has as one).
+-- Returns the rows made, as the apply makes them again.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_create(bank_id text, entities jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_create.bank_id;
+    rows_made jsonb;
+BEGIN
+    WITH made AS (
+        INSERT INTO entities AS e (bank_id, id, canonical_name, entity_kind, entity_type, first_seen, last_seen, homonym)
+        SELECT
+            b, r.id, r.canonical_name, r.entity_kind, r.entity_type, r.first_seen, r.last_seen,
+            CASE WHEN r.homonym IS NOT NULL OR EXISTS (
+                SELECT 1 FROM entities AS x
+                WHERE
+                    x.bank_id = b AND folded(x.canonical_name) = folded(r.canonical_name)
+                    AND x.entity_type IS NOT DISTINCT FROM r.entity_type AND x.homonym IS NULL
+            ) THEN r.id END
+        FROM jsonb_populate_recordset(NULL::entities, _reresolve_create.entities) AS r
+        ORDER BY r.id
+        RETURNING e.*
+    )
+
+    SELECT coalesce(jsonb_agg(to_jsonb(made) ORDER BY made.id), '[]') INTO rows_made FROM made;
+    RETURN rows_made;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_create(text, jsonb) IS
+'Internal (reresolve, reresolve_replay): make the entities of a replay''s clusters placed on none of the bank''s '
+'(their rows: id, name, kind, type, dates; a homonym where the bank holds the name and type); returns the rows made.';
+
+-- Whether a plan replays the bank (reresolve_replay): a plan of the whole
+-- bank only (a replay decides every fact; a plan scoped to some entities,
+-- a date or the queue decides its own facts again, as they are). Not on a
+-- distributed installation, whose writes of a bank run on its shard.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_replay_on(bank_id text, whole_bank boolean)
+RETURNS boolean
+LANGUAGE plpgsql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    setting text := _effective_settings(_reresolve_replay_on.bank_id) ->> 'reresolve_replay';
+BEGIN
+    IF {{ distributed }} OR NOT _reresolve_replay_on.whole_bank THEN
+        RETURN FALSE;
+    END IF;
+    RETURN setting IS NULL OR setting = 'auto' OR setting::boolean;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_replay_on(text, boolean) IS
+'Internal (reresolve): whether a plan replays the bank in event order: the bank setting reresolve_replay, for a '
+'plan of the whole bank (whole_bank), not on a distributed installation.';
+
+-- Of the entities a replay made (_reresolve_create's rows), those nothing
+-- moved to are removed again; returns the rows of the others.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_unmade(bank_id text, created jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_unmade.bank_id;
+    unused uuid[];
+BEGIN
+    unused := ARRAY(
+        SELECT r.id FROM jsonb_populate_recordset(NULL::entities, _reresolve_unmade.created) AS r
+        WHERE NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = r.id)
+    );
+    DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(unused);
+    RETURN (
+        SELECT coalesce(jsonb_agg(x.r ORDER BY x.r ->> 'id'), '[]')
+        FROM jsonb_array_elements(_reresolve_unmade.created) AS x (r)
+        WHERE (x.r ->> 'id')::uuid <> ALL(unused)
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_unmade(text, jsonb) IS
+'Internal (reresolve, reresolve_replay): remove the entities a replay made that no move went to; returns the rows '
+'of the others.';
+
+-- A plan's moves as each mention's one move: from where it was before its
+-- first to where its last took it, in the order of the first; a mention
+-- back where it began is left out (_reresolve_plan says why).
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_net(moves jsonb)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    WITH steps AS (
+        SELECT t.mv, t.i, t.mv ->> 'unit_id' AS unit_id, t.mv ->> 'ordinal' AS ordinal
+        FROM jsonb_array_elements(_reresolve_net.moves) WITH ORDINALITY AS t (mv, i)
+    ),
+
+    ends AS (
+        SELECT s.unit_id, s.ordinal, min(s.i) AS first_i, max(s.i) AS last_i
+        FROM steps AS s
+        GROUP BY s.unit_id, s.ordinal
+    )
+
+    SELECT coalesce(jsonb_agg(
+        f.mv || jsonb_build_object(
+            'to', l.mv -> 'to', 'new_decision', l.mv -> 'new_decision', 'new_score', l.mv -> 'new_score',
+            'why', l.mv -> 'why'
+        ) ORDER BY e.first_i
+    ), '[]')
+    FROM ends AS e
+    INNER JOIN steps AS f ON e.first_i = f.i
+    INNER JOIN steps AS l ON e.last_i = l.i
+    WHERE f.mv -> 'from' ->> 'entity_id' <> l.mv -> 'to' ->> 'entity_id'
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_net(jsonb) IS
+'Internal (reresolve): a plan''s steps (every move in order) as one move per mention, from where it was to where '
+'it ends, in the order of its first; those that end where they began left out.';
+
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_plan(
     bank_id text, entity_ids uuid[], since timestamptz, take_lock boolean, unit_ids uuid[]
 )
@@ -756,6 +985,14 @@ DECLARE
     form_facts uuid[];
     apart_is record;
     apart text;
+    replaying boolean;
+    replayed jsonb;
+    created jsonb := '[]';
+    net jsonb;
+    calls jsonb := '[]';
+    pass integer;
+    replay_pass boolean;
+    how text;
 BEGIN
     -- Every move, made in a subtransaction rolled back at the end: each fact
     -- is decided against the bank with the moves before it made.
@@ -764,6 +1001,9 @@ BEGIN
             -- (a dry run: the lock of an applied correction, undone with the rest)
             PERFORM _correction_lock(b);
         END IF;
+        replaying := _reresolve_replay_on(
+            b, ids IS NULL AND _reresolve_plan.since IS NULL AND _reresolve_plan.unit_ids IS NULL
+        );
         units := ARRAY(
             SELECT f.id FROM facts AS f
             WHERE
@@ -773,8 +1013,15 @@ BEGIN
                     SELECT 1 FROM mentions AS x WHERE x.bank_id = b AND x.unit_id = f.id AND x.entity_id = ANY(ids)
                 ))
                 AND (_reresolve_plan.unit_ids IS NULL OR f.id = ANY(_reresolve_plan.unit_ids))
-            ORDER BY f.event_date, f.created_at, f.stored_order, f.id
+            -- (after a replay, ties in event_date by fact_id: no order of arrival)
+            ORDER BY f.event_date, CASE WHEN replaying THEN f.fact_id END, f.created_at, f.stored_order, f.id
         );
+        IF replaying THEN
+            -- The replay's decisions, placed on the bank's entities before
+            -- anything moves, and the entities its clusters placed on none need.
+            replayed := _reresolve_replay_decided(b, _reresolve_replay(b));
+            created := _reresolve_create(b, replayed -> 'create');
+        END IF;
         entities_on := _reresolve_entities_on(b, ids, units, _reresolve_plan.unit_ids IS NOT NULL);
         IF ids IS NULL AND _reresolve_plan.since IS NULL AND _reresolve_plan.unit_ids IS NULL THEN
             unrecorded := _reresolve_unrecorded(b);
@@ -786,114 +1033,133 @@ BEGIN
                 SELECT p.entity_id FROM mentions AS p WHERE p.bank_id = b AND p.unit_id = ANY(units)
             ));
         END IF;
-        FOREACH u IN ARRAY units LOOP
-            decided := NULL;
-            unit_moves := '[]';
-            FOR m IN
-                SELECT x.ordinal, x.mention, x.entity_id, x.decision, x.score, e.canonical_name, f.fact_id
-                FROM mentions AS x
-                INNER JOIN entities AS e ON x.bank_id = e.bank_id AND x.entity_id = e.id
-                INNER JOIN facts AS f ON x.bank_id = f.bank_id AND x.unit_id = f.id
-                WHERE x.bank_id = b AND x.unit_id = u
-                ORDER BY x.ordinal
-            LOOP
-                -- Fixed points (_redecidable).
-                IF NOT _redecidable(m.decision) THEN
-                    n_fixed := n_fixed + 1;
-                    CONTINUE;
-                END IF;
-                -- Scoped to some entities: only their mentions.
-                CONTINUE WHEN ids IS NOT NULL AND m.entity_id <> ALL(ids);
-                n_decided := n_decided + 1;
-                IF decided IS NULL THEN
-                    decided := _reresolve_decide(b, u, unrecorded, plan_id);
-                END IF;
-                SELECT * INTO now_is FROM _reresolve_decided(decided, m.ordinal);
-                CONTINUE WHEN NOT FOUND;
-                apart := '';
-                IF entities_on AND (now_is.entity_id = m.entity_id OR now_is.created OR now_is.untold)
-                    AND folded(m.mention) <> folded(m.canonical_name) THEN
-                    -- Where it would not move, a form other than its entity's
-                    -- name is decided apart from the other facts of that form
-                    -- on it (_reresolve_form_facts), under reresolve_entities;
-                    -- it then moves only to an entity the bank holds, told
-                    -- (not an abstention, nor a memory, nor the score's pick
-                    -- among names it fits that nothing told apart, by_score:
-                    -- recency alone moved held-out "Agnes"es, wrong merges).
-                    form_facts := _reresolve_form_facts(b, m.entity_id, m.mention, u);
-                    IF cardinality(form_facts) > 0 THEN
-                        SELECT * INTO apart_is
-                        FROM _reresolve_decided(_reresolve_decide(b, u, unrecorded, plan_id, form_facts), m.ordinal);
-                        IF FOUND AND apart_is.entity_id <> m.entity_id AND NOT apart_is.created AND NOT apart_is.untold
-                            AND NOT apart_is.by_score AND apart_is.decision IN ('resolved', 'identifier') THEN
-                            now_is := apart_is;
-                            apart := format(' without the %s other facts of %s on %s', cardinality(form_facts),
-                                quote_literal(m.mention), quote_literal(m.canonical_name));
+        -- With a replay, two passes: the replay's moves, then every fact
+        -- decided again against the bank they made (what later facts taught).
+        FOR pass IN CASE WHEN replaying THEN 1 ELSE 2 END..2 LOOP
+            replay_pass := pass = 1;
+            how := CASE WHEN replay_pass THEN 'replayed with the bank''s facts in event order'
+                ELSE 'decided again against the bank as it stands' END;
+            FOREACH u IN ARRAY units LOOP
+                decided := NULL;
+                unit_moves := '[]';
+                FOR m IN
+                    SELECT x.ordinal, x.mention, x.entity_id, x.decision, x.score, e.canonical_name, f.fact_id
+                    FROM mentions AS x
+                    INNER JOIN entities AS e ON x.bank_id = e.bank_id AND x.entity_id = e.id
+                    INNER JOIN facts AS f ON x.bank_id = f.bank_id AND x.unit_id = f.id
+                    WHERE x.bank_id = b AND x.unit_id = u
+                    ORDER BY x.ordinal
+                LOOP
+                    -- Fixed points (_redecidable).
+                    IF NOT _redecidable(m.decision) THEN
+                        n_fixed := n_fixed + CASE WHEN replay_pass THEN 0 ELSE 1 END;
+                        CONTINUE;
+                    END IF;
+                    -- Scoped to some entities: only their mentions.
+                    CONTINUE WHEN ids IS NOT NULL AND m.entity_id <> ALL(ids);
+                    IF replay_pass THEN
+                        SELECT * INTO now_is
+                        FROM _reresolve_decided(coalesce(replayed -> 'units' -> u::text, '{}'), m.ordinal);
+                        CONTINUE WHEN NOT FOUND OR now_is.entity_id = m.entity_id;
+                    ELSE
+                        n_decided := n_decided + 1;
+                        IF decided IS NULL THEN
+                            decided := _reresolve_decide(b, u, unrecorded, plan_id);
+                        END IF;
+                        SELECT * INTO now_is FROM _reresolve_decided(decided, m.ordinal);
+                        CONTINUE WHEN NOT FOUND;
+                    END IF;
+                    apart := '';
+                    IF entities_on AND NOT replay_pass AND (now_is.entity_id = m.entity_id OR now_is.created OR now_is.untold)
+                        AND folded(m.mention) <> folded(m.canonical_name) THEN
+                        -- Where it would not move, a form other than its entity's
+                        -- name is decided apart from the other facts of that form
+                        -- on it (_reresolve_form_facts), under reresolve_entities;
+                        -- it then moves only to an entity the bank holds, told
+                        -- (not an abstention, nor a memory, nor the score's pick
+                        -- among names it fits that nothing told apart, by_score:
+                        -- recency alone moved held-out "Agnes"es, wrong merges).
+                        form_facts := _reresolve_form_facts(b, m.entity_id, m.mention, u);
+                        IF cardinality(form_facts) > 0 THEN
+                            SELECT * INTO apart_is
+                            FROM _reresolve_decided(_reresolve_decide(b, u, unrecorded, plan_id, form_facts), m.ordinal);
+                            IF FOUND AND apart_is.entity_id <> m.entity_id AND NOT apart_is.created AND NOT apart_is.untold
+                                AND NOT apart_is.by_score AND apart_is.decision IN ('resolved', 'identifier') THEN
+                                now_is := apart_is;
+                                apart := format(' without the %s other facts of %s on %s', cardinality(form_facts),
+                                    quote_literal(m.mention), quote_literal(m.canonical_name));
+                            END IF;
                         END IF;
                     END IF;
-                END IF;
-                CONTINUE WHEN now_is.entity_id = m.entity_id;
-                -- Moves not made (each kept, with why).
-                IF now_is.created THEN
-                    -- A new entity where the fact's own one was left out is
-                    -- that entity again; elsewhere a split, the operator's call.
-                    CONTINUE WHEN (decided -> 'left_out') ? m.entity_id::text;
-                    why_kept := format('would now be a new entity (score %s): not moved; split_entity does that',
-                        coalesce(round(now_is.score::numeric, 3)::text, 'none'));
-                ELSIF now_is.untold AND m.entity_id = now_is.leaning THEN
-                    -- The bare entity (or an initial's) holds what nothing
-                    -- told apart: an abstention, which does not overturn the
-                    -- decision the mention had where the context still leans
-                    -- to it.
-                    why_kept := format(
-                        'would now go to %s, as nothing tells apart the entities %s fits; the context leans to %s: '
-                        || 'not moved',
-                        quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
+                    CONTINUE WHEN now_is.entity_id = m.entity_id;
+                    -- Moves not made (each kept, with why).
+                    IF now_is.created THEN
+                        -- A new entity where the fact's own one was left out is
+                        -- that entity again; elsewhere a split, the operator's call.
+                        CONTINUE WHEN (decided -> 'left_out') ? m.entity_id::text;
+                        why_kept := format('would now be a new entity (score %s): not moved; split_entity does that',
+                            coalesce(round(now_is.score::numeric, 3)::text, 'none'));
+                    ELSIF now_is.untold AND m.entity_id = now_is.leaning THEN
+                        -- The bare entity (or an initial's) holds what nothing
+                        -- told apart: an abstention, which does not overturn the
+                        -- decision the mention had where the context still leans
+                        -- to it.
+                        why_kept := format(
+                            'would now go to %s, as nothing tells apart the entities %s fits; the context leans to %s: '
+                            || 'not moved',
+                            quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
+                        );
+                    ELSIF now_is.decision = 'memory' AND m.decision = 'resolved' AND NOT replay_pass THEN
+                        -- A form remembered from other facts is the memory of
+                        -- their arrival, not evidence about this mention: it
+                        -- does not overturn what the mention's score and context
+                        -- decided.
+                        why_kept := format(
+                            'would now go to %s by the memory of the form %s from other facts; its score placed it on %s: '
+                            || 'not moved',
+                            quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
+                        );
+                    ELSIF _judged_distinct(b, m.entity_id, now_is.entity_id) THEN
+                        why_kept := format('would now go to %s, which is judged distinct from %s: not moved',
+                            quote_literal(now_is.canonical_name), quote_literal(m.canonical_name));
+                    ELSE
+                        why_kept := NULL;
+                    END IF;
+                    IF why_kept IS NOT NULL THEN
+                        kept := kept || jsonb_build_object(
+                            'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
+                            'entity_id', m.entity_id, 'name', m.canonical_name, 'why', why_kept
+                        );
+                        CONTINUE;
+                    END IF;
+                    unit_moves := unit_moves || jsonb_build_object(
+                        'ordinal', m.ordinal, 'to', now_is.entity_id, 'decision', now_is.decision, 'score', now_is.score
                     );
-                ELSIF now_is.decision = 'memory' AND m.decision = 'resolved' THEN
-                    -- A form remembered from other facts is the memory of
-                    -- their arrival, not evidence about this mention: it
-                    -- does not overturn what the mention's score and context
-                    -- decided.
-                    why_kept := format(
-                        'would now go to %s by the memory of the form %s from other facts; its score placed it on %s: '
-                        || 'not moved',
-                        quote_literal(now_is.canonical_name), quote_literal(m.mention), quote_literal(m.canonical_name)
-                    );
-                ELSIF _judged_distinct(b, m.entity_id, now_is.entity_id) THEN
-                    why_kept := format('would now go to %s, which is judged distinct from %s: not moved',
-                        quote_literal(now_is.canonical_name), quote_literal(m.canonical_name));
-                ELSE
-                    why_kept := NULL;
-                END IF;
-                IF why_kept IS NOT NULL THEN
-                    kept := kept || jsonb_build_object(
+                    moves := moves || jsonb_build_object(
                         'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
-                        'entity_id', m.entity_id, 'name', m.canonical_name, 'why', why_kept
+                        'from', jsonb_build_object('entity_id', m.entity_id, 'name', m.canonical_name),
+                        'to', jsonb_build_object('entity_id', now_is.entity_id, 'name', now_is.canonical_name),
+                        'old_decision', m.decision, 'new_decision', now_is.decision,
+                        'old_score', m.score, 'new_score', now_is.score,
+                        'why', format('%s%s: %s %s (score %s%s), was %s %s (score %s)',
+                            how, apart, now_is.decision, quote_literal(now_is.canonical_name),
+                            coalesce(round(now_is.score::numeric, 3)::text, 'none'),
+                            CASE WHEN now_is.by_score THEN format(
+                                '; the best score, as nothing tells apart the entities %s fits', quote_literal(m.mention)
+                            ) ELSE '' END,
+                            m.decision, quote_literal(m.canonical_name),
+                            coalesce(round(m.score::numeric, 3)::text, 'none'))
                     );
-                    CONTINUE;
+                END LOOP;
+                IF jsonb_array_length(unit_moves) > 0 THEN
+                    removed := removed || _reresolve_move(b, u, unit_moves);
+                    calls := calls || jsonb_build_object('unit_id', u, 'moves', unit_moves);
                 END IF;
-                unit_moves := unit_moves || jsonb_build_object(
-                    'ordinal', m.ordinal, 'to', now_is.entity_id, 'decision', now_is.decision, 'score', now_is.score
-                );
-                moves := moves || jsonb_build_object(
-                    'unit_id', u, 'fact_id', m.fact_id, 'ordinal', m.ordinal, 'mention', m.mention,
-                    'from', jsonb_build_object('entity_id', m.entity_id, 'name', m.canonical_name),
-                    'to', jsonb_build_object('entity_id', now_is.entity_id, 'name', now_is.canonical_name),
-                    'old_decision', m.decision, 'new_decision', now_is.decision,
-                    'old_score', m.score, 'new_score', now_is.score,
-                    'why', format('decided again against the bank as it stands%s: %s %s (score %s%s), was %s %s (score %s)',
-                        apart, now_is.decision, quote_literal(now_is.canonical_name),
-                        coalesce(round(now_is.score::numeric, 3)::text, 'none'),
-                        CASE WHEN now_is.by_score THEN format(
-                            '; the best score, as nothing tells apart the entities %s fits', quote_literal(m.mention)
-                        ) ELSE '' END,
-                        m.decision, quote_literal(m.canonical_name),
-                        coalesce(round(m.score::numeric, 3)::text, 'none'))
-                );
             END LOOP;
-            IF jsonb_array_length(unit_moves) > 0 THEN
-                removed := removed || _reresolve_move(b, u, unit_moves);
+            IF replay_pass THEN
+                -- An entity made for a cluster none of whose mentions moved
+                -- (each a fixed point, or kept) is not made.
+                created := _reresolve_unmade(b, created);
             END IF;
         END LOOP;
         -- Then whole entities, where the bank asks for it (_reresolve_whole):
@@ -938,6 +1204,7 @@ BEGIN
                     WHERE (x ->> 'unit_id')::uuid = u;
                     moves := moves || reported;
                     removed := removed || _reresolve_move(b, u, unit_moves);
+                    calls := calls || jsonb_build_object('unit_id', u, 'moves', unit_moves);
                 END LOOP;
             END LOOP;
         END IF;
@@ -946,15 +1213,32 @@ BEGIN
         WHEN SQLSTATE 'ER900' THEN
             NULL;
     END;
+    -- After a replay a mention may have moved twice (replayed, then decided
+    -- again), or back where it was: the moves reported are each mention's
+    -- from its first move to its last, those that end where they began left
+    -- out; the steps, every entity made and every move in order, are what
+    -- the apply makes again.
+    -- An entity the replay made and a later move left with nothing was
+    -- never the bank's: it is neither made nor removed.
+    net := _reresolve_net(moves);
     RETURN jsonb_build_object(
         'facts', cardinality(units),
         'mentions_decided', n_decided,
         'mentions_fixed', n_fixed,
-        'mentions_moved', jsonb_array_length(moves),
+        'mentions_moved', jsonb_array_length(net),
         'whole_entities', entities_on,
-        'moves', moves,
+        'replayed', replaying,
+        'entities_created', (
+            SELECT coalesce(jsonb_agg(x.r ORDER BY x.r ->> 'id'), '[]') FROM jsonb_array_elements(created) AS x (r)
+            WHERE NOT removed ? (x.r ->> 'id')
+        ),
+        'moves', net,
+        'steps', jsonb_build_object('moves', moves, 'calls', calls, 'created', created),
         'kept', kept,
-        'entities_removed', removed
+        'entities_removed', (
+            SELECT coalesce(jsonb_agg(x.id ORDER BY x.i), '[]') FROM jsonb_array_elements_text(removed) WITH ORDINALITY AS x (id, i)
+            WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(created) AS c (r) WHERE c.r ->> 'id' = x.id)
+        )
     );
 END;
 $$;
@@ -980,79 +1264,113 @@ DECLARE
     b text := _reresolve_run.bank_id;
     ids uuid[] := _reresolve_run.entity_ids;
     plan jsonb;
-    touched uuid[];
-    units uuid[];
-    image jsonb;
-    op_id bigint;
-    run record;
+    previous text;
+    ignored text;
 BEGIN
+    -- Generic plans, statistics or not (the comment before reresolve says
+    -- why); the caller's plan_cache_mode back on the way out.
+    previous := _generic_plans_switch(FALSE);
+    plan := _reresolve_plan(b, ids, _reresolve_run.since, _reresolve_run.dry_run, _reresolve_run.unit_ids);
     plan := jsonb_build_object(
         'kind', 'reresolve',
         'bank_id', b,
         'scope', _reresolve_run.scope,
-        'order', 'facts by event_date (none last), then as stored (created_at, stored_order, id); mentions by position'
-    ) || _reresolve_plan(b, ids, _reresolve_run.since, _reresolve_run.dry_run, _reresolve_run.unit_ids);
+        'order', CASE
+            WHEN (plan ->> 'replayed')::boolean
+                THEN 'every fact replayed from nothing by event_date, then fact_id, then id; moved in the order below'
+            ELSE 'facts by event_date (none last), then as stored (created_at, stored_order, id); mentions by position'
+        END
+    ) || plan;
     plan := plan || jsonb_build_object('summary', format('reresolve %s fact(s): %s of %s mention(s) moved',
         plan ->> 'facts', plan ->> 'mentions_moved', plan ->> 'mentions_decided'));
     IF _reresolve_run.dry_run OR jsonb_array_length(plan -> 'moves') = 0 THEN
         -- Nothing to write (a dry run, or nothing moves): nothing ledgered.
-        RETURN plan || jsonb_build_object('dry_run', _reresolve_run.dry_run, 'operation_id', NULL);
+        plan := plan - 'steps' || jsonb_build_object('dry_run', _reresolve_run.dry_run, 'operation_id', NULL);
+    ELSE
+        plan := _reresolve_apply(b, plan, _reresolve_run.reason);
     END IF;
-
-    touched := ARRAY(
-        SELECT DISTINCT x.id
-        FROM jsonb_array_elements(plan -> 'moves') AS mv,
-            LATERAL (VALUES ((mv -> 'from' ->> 'entity_id')::uuid), ((mv -> 'to' ->> 'entity_id')::uuid)) AS x (id)
-        ORDER BY x.id
-    );
-    units := ARRAY(
-        SELECT DISTINCT (mv ->> 'unit_id')::uuid FROM jsonb_array_elements(plan -> 'moves') AS mv
-    );
-    image := jsonb_build_object(
-        'entities', (SELECT jsonb_agg(to_jsonb(e) ORDER BY e.id) FROM entities AS e
-            WHERE e.bank_id = b AND e.id = ANY(touched)),
-        'mentions', (SELECT coalesce(jsonb_agg(to_jsonb(m) ORDER BY m.unit_id, m.ordinal), '[]')
-            FROM mentions AS m
-            INNER JOIN jsonb_array_elements(plan -> 'moves') AS mv
-                ON m.unit_id = (mv ->> 'unit_id')::uuid AND m.ordinal = (mv ->> 'ordinal')::integer
-            WHERE m.bank_id = b),
-        'links', (SELECT coalesce(jsonb_agg(to_jsonb(ue) ORDER BY ue.unit_id, ue.entity_id), '[]')
-            FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = ANY(units)),
-        'pairs', _pairs_image(b, touched),
-        'orphans', _orphans(b, touched)
-    );
-    op_id := _record_operation(b, 'reresolve', _reresolve_run.reason, touched, plan, image);
-
-    -- The plan's moves again, fact by fact in its order: the same bank (we
-    -- hold its lock), the same moves, the same result.
-    -- (A run of one fact's consecutive moves is one call, as the plan made
-    -- it: a fact's moves come together, but a fact may move again later, in
-    -- the plan's whole entities.)
-    FOR run IN
-        WITH numbered AS (
-            SELECT x.mv, x.i, x.i - row_number() OVER (PARTITION BY x.mv ->> 'unit_id' ORDER BY x.i) AS run
-            FROM jsonb_array_elements(plan -> 'moves') WITH ORDINALITY AS x (mv, i)
-        )
-
-        SELECT
-            (min(n.mv ->> 'unit_id'))::uuid AS unit_id,
-            jsonb_agg(jsonb_build_object(
-                'ordinal', n.mv -> 'ordinal', 'to', n.mv -> 'to' -> 'entity_id', 'decision', n.mv -> 'new_decision',
-                'score', n.mv -> 'new_score'
-            ) ORDER BY n.i) AS moves
-        FROM numbered AS n
-        GROUP BY n.mv ->> 'unit_id', n.run
-        ORDER BY min(n.i)
-    LOOP
-        PERFORM _reresolve_move(b, run.unit_id, run.moves);
-    END LOOP;
-    RETURN plan || jsonb_build_object('dry_run', FALSE, 'operation_id', op_id);
+    IF previous IS NOT NULL THEN
+        ignored := set_config('plan_cache_mode', previous, TRUE);
+    END IF;
+    RETURN plan;
 END;
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._reresolve_run(text, uuid[], timestamptz, uuid[], boolean, text, jsonb) IS
 'Internal (reresolve, reresolve_queued): plan the re-resolution of the facts in scope and, unless a dry run, '
 'apply it as one ledgered operation (scope: what the plan reports as its scope).';
+
+-- A plan applied: the ledger's before-image, then the plan's steps again
+-- (every move it made, in order); the ledger keeps the plan without them.
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_apply(bank_id text, plan jsonb, reason text)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_apply.bank_id;
+    plan jsonb := _reresolve_apply.plan;
+    touched uuid[];
+    units uuid[];
+    image jsonb;
+    op_id bigint;
+    run record;
+BEGIN
+
+    touched := ARRAY(
+        SELECT DISTINCT x.id
+        FROM jsonb_array_elements(plan -> 'steps' -> 'moves') AS mv,
+            LATERAL (VALUES ((mv -> 'from' ->> 'entity_id')::uuid), ((mv -> 'to' ->> 'entity_id')::uuid)) AS x (id)
+        ORDER BY x.id
+    );
+    units := ARRAY(
+        SELECT DISTINCT (mv ->> 'unit_id')::uuid FROM jsonb_array_elements(plan -> 'steps' -> 'moves') AS mv
+    );
+    image := jsonb_build_object(
+        'entities', (SELECT jsonb_agg(to_jsonb(e) ORDER BY e.id) FROM entities AS e
+            WHERE e.bank_id = b AND e.id = ANY(touched)),
+        'mentions', (SELECT coalesce(jsonb_agg(to_jsonb(m) ORDER BY m.unit_id, m.ordinal), '[]')
+            FROM mentions AS m
+            WHERE m.bank_id = b AND EXISTS (
+                SELECT 1 FROM jsonb_array_elements(plan -> 'steps' -> 'moves') AS mv
+                WHERE m.unit_id = (mv ->> 'unit_id')::uuid AND m.ordinal = (mv ->> 'ordinal')::integer
+            )),
+        'links', (SELECT coalesce(jsonb_agg(to_jsonb(ue) ORDER BY ue.unit_id, ue.entity_id), '[]')
+            FROM unit_entities AS ue WHERE ue.bank_id = b AND ue.unit_id = ANY(units)),
+        'pairs', _pairs_image(b, touched),
+        'orphans', _orphans(b, touched)
+    );
+    op_id := _record_operation(b, 'reresolve', _reresolve_apply.reason, touched, plan - 'steps', image);
+    -- The entities the plan made (a replay's clusters placed on none), as it
+    -- made them (one its later moves left with nothing goes again).
+    PERFORM _reresolve_create(b, coalesce(plan -> 'steps' -> 'created', '[]'));
+
+    -- The plan's moves again, call by call as it made them: the same bank
+    -- (we hold its lock), the same moves, the same result. (Calls, not the
+    -- moves: a mention a replay moved may move again in the next pass, and
+    -- each call removes the entities its own moves leave with nothing.)
+    FOR run IN
+        SELECT (c.call ->> 'unit_id')::uuid AS unit_id, c.call -> 'moves' AS moves
+        FROM jsonb_array_elements(plan -> 'steps' -> 'calls') WITH ORDINALITY AS c (call, i)
+        ORDER BY c.i
+    LOOP
+        PERFORM _reresolve_move(b, run.unit_id, run.moves);
+    END LOOP;
+    -- A mention whose steps took it back where it was did not move: its
+    -- decision stays as it was recorded.
+    UPDATE mentions AS m
+    SET decision = r.decision, score = r.score, decided_at = r.decided_at
+    FROM jsonb_populate_recordset(NULL::mentions, image -> 'mentions') AS r
+    WHERE m.bank_id = b AND m.unit_id = r.unit_id AND m.ordinal = r.ordinal AND m.entity_id = r.entity_id;
+    RETURN plan - 'steps' || jsonb_build_object('dry_run', FALSE, 'operation_id', op_id);
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_apply(text, jsonb, text) IS
+'Internal (reresolve): apply a plan (_reresolve_plan) as one ledgered operation: its before-image, then its moves '
+'in order. The caller holds the bank''s correction lock and has begun the correction.';
 
 -- Generic plans for re-resolution: a plan runs its statements once or more per
 -- fact, for a bank (b, a parameter) that may be new since the last ANALYZE.
@@ -1082,9 +1400,6 @@ DECLARE
     b text := check_bank_id(reresolve.bank_id);
     given uuid;
     ids uuid[];
-    plan jsonb;
-    previous text;
-    ignored text;
 BEGIN
     IF reresolve.entity_ids IS NOT NULL THEN
         PERFORM _check_id_array(reresolve.entity_ids, 'entity_ids', 'entity');
@@ -1100,16 +1415,10 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- Generic plans, statistics or not (the comment before reresolve says why).
-    previous := _generic_plans_switch(FALSE);
-    plan := _reresolve_run(
+    RETURN _reresolve_run(
         b, ids, reresolve.since, NULL, reresolve.dry_run, reresolve.reason,
         jsonb_build_object('entity_ids', to_jsonb(ids), 'since', reresolve.since)
     );
-    IF previous IS NOT NULL THEN
-        ignored := set_config('plan_cache_mode', previous, TRUE);
-    END IF;
-    RETURN plan;
 END;
 $$;
 
@@ -1118,7 +1427,10 @@ COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, t
 'mentioning entity_ids, or those dated since), in order (event_date, then as stored), and move the mentions whose '
 'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
 'entities judged distinct, nor takes a name to its bare entity only because nothing tells apart the entities it '
-'fits while the context leans to its own; no entity is created or renamed. With the bank setting '
+'fits while the context leans to its own; no entity is renamed. A plan of the whole bank first replays it (the bank '
+'setting reresolve_replay, by default "auto"): every fact decided again from nothing in event order, its clusters '
+'placed on the bank''s entities and moved there (a cluster none is left for to an entity made for it, listed in '
+'entities_created); then every fact is decided again as above. With the bank setting '
 'reresolve_entities (by default, "auto", where the plan has at most _reresolve_whole_auto_max() such entities; the '
 'plan''s whole_entities says), an entity the resolver made of one name is then decided again whole: where all its '
 'mentions go to one other entity, they move there; and a form other than its entity''s name is decided apart from '
@@ -1155,8 +1467,6 @@ DECLARE
     taken uuid[];
     units uuid[];
     plan jsonb;
-    previous text;
-    ignored text;
 BEGIN
     PERFORM _correction_begin(b, reresolve_queued.dry_run);
     PERFORM _require_bank(b);
@@ -1182,16 +1492,11 @@ BEGIN
     IF NOT reresolve_queued.dry_run THEN
         DELETE FROM reresolve_queue AS q WHERE q.bank_id = b AND q.unit_id = ANY(taken);
     END IF;
-    -- Generic plans, statistics or not (the comment before reresolve says why).
-    previous := _generic_plans_switch(FALSE);
     plan := _reresolve_run(
         b, NULL, NULL, units, reresolve_queued.dry_run,
         coalesce(reresolve_queued.reason, format('reresolve_queued: %s queued unit(s)', cardinality(taken))),
         jsonb_build_object('queued_units', to_jsonb(taken), 'neighbourhood_units', cardinality(units))
     );
-    IF previous IS NOT NULL THEN
-        ignored := set_config('plan_cache_mode', previous, TRUE);
-    END IF;
     RETURN plan || jsonb_build_object(
         'queued_taken', cardinality(taken),
         'queued_left', (SELECT count(*) FROM reresolve_queue AS q WHERE q.bank_id = b)

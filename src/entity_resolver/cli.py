@@ -1047,6 +1047,7 @@ _PLAN_FIELDS = (
     ("mentions_decided", "mentions decided again"), ("mentions_fixed", "mentions fixed (operator, alias, literal, label)"),
     ("entities_removed", "entities left with nothing, removed"),
     ("whole_entities", "entities of one name decided again whole"),
+    ("replayed", "every fact replayed in event order first"),
 )
 
 
@@ -1070,6 +1071,10 @@ def _print_plan(bank: str, plan: Dict[str, Any], as_json: bool) -> None:
     new = (plan.get("new_entity") or {}).get("entity_id")
     if new:
         out.print(f"  new entity: {new}")
+    made = plan.get("entities_created") or []
+    if made:
+        out.print("  entities made (the replay held their mentions apart): "
+                  + ", ".join(f"{e['canonical_name']} ({e['id']})" for e in made))
     _print_erase(plan)
     if not dry and plan.get("operation_id") is not None:
         out.print(f"operation {plan['operation_id']}; undo with: entity-resolver undo {bank} {plan['operation_id']}",

@@ -17,6 +17,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from bank_builders import NOW, Bank
+from corrections_helpers import differences, snapshot
 from shared import SCHEMA as ER
 
 CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
@@ -364,8 +365,6 @@ def test_the_client_passes_attributes_on_every_path(bank):
 
 
 def test_reresolve_moves_a_mention_to_the_homonym_later_evidence_points_at_and_undo_restores(bank):
-    from corrections_helpers import differences, snapshot
-
     # Heard of before anyone knew there were two: the only Maria Schmidt.
     insert_fact(bank, [person("Maria Schmidt", birth_date="1961-05-03"), "Berlin office"], "2026-03-01T09:00:00Z")
     insert_fact(bank, [person("Maria Schmidt"), "order 4411"], "2026-03-02T09:00:00Z")

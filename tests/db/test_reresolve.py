@@ -181,6 +181,7 @@ def test_the_client_and_the_cli_reresolve(conn, early):
     assert dry.exit_code == 0, dry.output
     assert "dry run" in dry.stdout and "Alex Kim" in dry.stdout and "--apply" in dry.stderr
     assert "entities of one name decided again whole: yes" in dry.stdout
+    assert "every fact replayed in event order first: yes" in dry.stdout
     assert mention_entity(conn, early["f1"]) == ("Alex", "created")
     applied = json.loads(cli("reresolve", "early", "--apply", "--json").stdout)
     assert applied["dry_run"] is False and applied["operation_id"] is not None
@@ -409,14 +410,16 @@ NICKNAMES = st.lists(st.tuples(st.integers(0, 90), st.lists(
     min_size=1, max_size=3, unique=True)), min_size=3, max_size=12)
 
 
-def dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole):
+def dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole, replay=True):
     bank = f"any-{uuid.uuid4().hex[:8]}"
     for days, mentions in facts:
         conn.execute(f"INSERT INTO {ER}.facts (bank_id, mentions, event_date)"
                      " VALUES (%s, %s, '2026-01-01'::timestamptz + %s * interval '1 day')",
                      (bank, json.dumps(mentions), days))
-    # Whole entities decided again too, or not (the bank setting reresolve_entities).
+    # Whole entities decided again too, or not (the bank setting reresolve_entities); the bank replayed
+    # first, or not (reresolve_replay).
     whole_entities(conn, bank, whole)
+    call(conn, "configure_bank", bank, json.dumps({"reresolve_replay": replay}))
     before = snapshot(conn, bank)
     dry = call(conn, "reresolve", bank)
     assert snapshot(conn, bank) == before
@@ -431,15 +434,17 @@ def dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole):
                                                for m in applied["moves"]) else ""))
     if any("other facts of" in m["why"] for m in applied["moves"]):
         event("moved a form decided apart")
+    if applied["entities_created"]:
+        event("a replay made an entity")
     call(conn, "undo_operation", bank, applied["operation_id"])
     assert snapshot(conn, bank) == before
 
 
 @settings(max_examples=max(10, EXAMPLES // 5), deadline=None, derandomize=False, print_blob=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(facts=FACTS, whole=st.booleans())
-def test_on_any_bank_the_dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole):
-    dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole)
+@given(facts=FACTS, whole=st.booleans(), replay=st.booleans())
+def test_on_any_bank_the_dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole, replay):
+    dry_run_is_the_apply_and_undo_restores_it(conn, facts, whole, replay)
 
 
 @settings(max_examples=max(10, EXAMPLES // 5), deadline=None, derandomize=False, print_blob=True,

@@ -21,6 +21,7 @@ from bench.reresolve_speed import SQL_FORMER as FORMER   # the plan as it was ma
 from entity_resolver import evaluate
 
 from corrections_helpers import ER, call, differences, snapshot
+from helpers import nested_plans, plan_nodes
 from shared import INTERNAL
 
 CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
@@ -198,8 +199,6 @@ def test_in_a_bank_the_statistics_do_not_know_no_statement_reads_the_bank_in_a_l
     # bank's links read whole once per unit (the recurring family's 307 facts: 64-70 s to re-resolve,
     # 1.7 s on generic plans). reresolve runs on generic plans (the bank estimated from the number of
     # banks): no node then reads more than a few rows per link of the bank.
-    from helpers import nested_plans, plan_nodes
-
     gone = evaluate.run_eval(conn, CORPORA / "hubs.jsonl", ER, keep=True)
     conn.execute(f"ANALYZE {ER}.facts, {ER}.entities, {ER}.unit_entities, {ER}.mentions, {ER}.entity_cooccurrences")
     evaluate._cleanup(conn, ER, list(gone["eval_banks"].values()))

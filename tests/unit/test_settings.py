@@ -46,14 +46,15 @@ def test_a_flag_setting_takes_only_true_or_false():
         validate_settings({"allow_undeclared_labels": 1})
 
 
-def test_reresolve_entities_takes_true_false_or_auto():
-    assert DEFAULTS["reresolve_entities"] == "auto"
+@pytest.mark.parametrize("name", ["reresolve_entities", "reresolve_replay"])
+def test_reresolve_settings_take_true_false_or_auto(name):
+    assert DEFAULTS[name] == "auto"
     for value in (True, False, "auto"):
-        assert validate_settings({"reresolve_entities": value}) == {"reresolve_entities": value}
-    with pytest.raises(InputError, match='"reresolve_entities" must be true, false or "auto", got string "AUTO"'):
-        validate_settings({"reresolve_entities": "AUTO"})
-    with pytest.raises(InputError, match='"reresolve_entities" must be true, false or "auto", got number 1'):
-        validate_settings({"reresolve_entities": 1})
+        assert validate_settings({name: value}) == {name: value}
+    with pytest.raises(InputError, match=f'"{name}" must be true, false or "auto", got string "AUTO"'):
+        validate_settings({name: "AUTO"})
+    with pytest.raises(InputError, match=f'"{name}" must be true, false or "auto", got number 1'):
+        validate_settings({name: 1})
 
 
 def test_no_overrides_gives_the_defaults():
