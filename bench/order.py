@@ -93,13 +93,18 @@ def agreement(a: Dict[Key, Tuple[str, str]], b: Dict[Key, Tuple[str, str]], keys
     return evaluate.bcubed(evaluate.contingency((a[k][0], b[k][0]) for k in keys))["f1"]
 
 
-def _reresolve(conn: psycopg.Connection, banks: Dict[str, str], whole_entities: bool = False) -> Dict[str, Any]:
+def _settings(whole_entities: bool, replay: bool) -> Dict[str, bool]:
+    """The bank settings a replay's banks are re-resolved with (those asked for only)."""
+    return {k: True for k, on in (("reresolve_entities", whole_entities), ("reresolve_replay", replay)) if on}
+
+
+def _reresolve(conn: psycopg.Connection, banks: Dict[str, str], settings: Dict[str, bool]) -> Dict[str, Any]:
     started = time.monotonic()
     moved = kept = facts = 0
     for bank in banks.values():
-        if whole_entities:
-            conn.execute(sql.SQL("SELECT {s}.configure_bank(%s, '{{\"reresolve_entities\": true}}')").format(
-                s=sql.Identifier(SCHEMA)), (bank,))
+        if settings:
+            conn.execute(sql.SQL("SELECT {s}.configure_bank(%s, %s)").format(s=sql.Identifier(SCHEMA)),
+                         (bank, json.dumps(settings)))
         plan = conn.execute(sql.SQL("SELECT {s}.reresolve(%s, dry_run => false, reason => 'bench.order')").format(
             s=sql.Identifier(SCHEMA)), (bank,)).fetchone()[0]
         moved += plan["mentions_moved"]
@@ -110,7 +115,7 @@ def _reresolve(conn: psycopg.Connection, banks: Dict[str, str], whole_entities: 
 
 
 def _replay(conn: psycopg.Connection, stream: Path, banks_file: Optional[Path],
-            golds: Dict[Key, Tuple[str, str, int]], whole_entities: bool = False
+            golds: Dict[Key, Tuple[str, str, int]], settings: Dict[str, bool]
             ) -> Tuple[Dict[str, Any], Dict[Key, Tuple[str, str]], Dict[Key, Tuple[str, str]]]:
     """One order: replay (kept), score, reresolve, score again; the banks are deleted."""
     res = evaluate.run_eval(conn, stream, SCHEMA, banks_file=banks_file, keep=True)
@@ -123,7 +128,7 @@ def _replay(conn: psycopg.Connection, stream: Path, banks_file: Optional[Path],
         if abs(out["before"]["bcubed_f1"] - res["bcubed"]["f1"]) > 1e-9:
             raise RuntimeError(f"{stream}: provenance scores {out['before']['bcubed_f1']}, eval "
                                f"{res['bcubed']['f1']}")
-        out["reresolve"] = _reresolve(conn, banks, whole_entities)
+        out["reresolve"] = _reresolve(conn, banks, settings)
         after = _partition(conn, banks)
         out["after"] = _score(golds, after)
     finally:
@@ -132,7 +137,7 @@ def _replay(conn: psycopg.Connection, stream: Path, banks_file: Optional[Path],
 
 
 def measure_family(conn: psycopg.Connection, path: Path, seeds: Sequence[int] = SEEDS,
-                   progress=None, whole_entities: bool = False) -> Dict[str, Any]:
+                   progress=None, whole_entities: bool = False, replay: bool = False) -> Dict[str, Any]:
     say = progress or (lambda msg: None)
     path = Path(path)
     cfg = path.with_name(path.stem + ".banks.json")
@@ -150,7 +155,8 @@ def measure_family(conn: psycopg.Connection, path: Path, seeds: Sequence[int] = 
                 stream = Path(tmp) / f"{path.stem}.shuffle{seed}.jsonl"
                 stream.write_text("\n".join(shuffle_lines(lines, seed)) + "\n", encoding="utf-8")
             say(f"{path.stem}: {name}")
-            orders[name], before, after = _replay(conn, stream, banks_file, golds, whole_entities)
+            orders[name], before, after = _replay(conn, stream, banks_file, golds,
+                                                  _settings(whole_entities, replay))
             parts[name] = (before, after)
     shuffles = [f"shuffle {s}" for s in seeds]
     pairs = list(itertools.combinations(shuffles, 2))
@@ -196,12 +202,14 @@ def each_family(dsn_or_conn: Any, corpora: Path, families: Optional[Sequence[str
 
 def measure_order(dsn_or_conn: Any, corpora: Path = Path("bench/corpora"), seeds: Sequence[int] = SEEDS,
                   families: Optional[Sequence[str]] = None, progress=None,
-                  whole_entities: bool = False) -> Dict[str, Any]:
+                  whole_entities: bool = False, replay: bool = False) -> Dict[str, Any]:
     """Every family of ``corpora`` (or those named): see the module docstring. ``whole_entities``: each
-    bank re-resolved with the setting reresolve_entities on."""
+    bank re-resolved with the setting reresolve_entities on; ``replay``: with reresolve_replay on."""
     started = time.monotonic()
-    result: Dict[str, Any] = {"seeds": list(seeds), "whole_entities": whole_entities, "families": each_family(
-        dsn_or_conn, corpora, families, lambda conn, f: measure_family(conn, f, seeds, progress, whole_entities))}
+    result: Dict[str, Any] = {
+        "seeds": list(seeds), "whole_entities": whole_entities, "replay": replay, "families": each_family(
+            dsn_or_conn, corpora, families,
+            lambda conn, f: measure_family(conn, f, seeds, progress, whole_entities, replay))}
     fams = result["families"].values()
     result["targets"] = {
         "f1_not_lower": all(r["targets"]["f1_not_lower"] for r in fams),
@@ -254,6 +262,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the JSON result to this file")
     ap.add_argument("--whole-entities", action="store_true",
                     help="re-resolve with the bank setting reresolve_entities on (whole entities decided again)")
+    ap.add_argument("--replay", action="store_true",
+                    help="re-resolve with the bank setting reresolve_replay on (the bank replayed in event order first)")
     args = ap.parse_args(argv)
     dsn = args.dsn
     if not dsn:
@@ -262,7 +272,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         dsn = _embedded(None, quiet=True).dsn(EMBEDDED_DB)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     say = None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    result = measure_order(dsn, args.corpora, seeds, args.family, say, args.whole_entities)
+    result = measure_order(dsn, args.corpora, seeds, args.family, say, args.whole_entities, args.replay)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
     if args.json:

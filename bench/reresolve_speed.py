@@ -230,6 +230,14 @@ def measure_reresolve(dsn: str, size: int = 10_000, facts: int = 10_000, chunk: 
                 "seconds": round(whole_seconds, 1), "mentions_moved": whole["mentions_moved"],
                 "entities_moved": len({m["from"]["entity_id"] for m in whole["moves"] if "left out, as" in m["why"]}),
                 "ratio": round(whole_seconds / seconds, 2)}
+            say("reresolve: the same dry run replaying the bank in event order first (reresolve_replay)")
+            conn.execute("SELECT configure_bank(%s, '{\"reresolve_replay\": true}')", (bank.bank_id,))
+            replayed, replay_seconds = _dry_run(conn, bank.bank_id, False)
+            conn.execute("SELECT configure_bank(%s, '{\"reresolve_replay\": false}')", (bank.bank_id,))
+            out["replay"] = {
+                "seconds": round(replay_seconds, 1), "mentions_moved": replayed["mentions_moved"],
+                "entities_created": len(replayed.get("entities_created") or []),
+                "ratio": round(replay_seconds / seconds, 2)}
             say(f"reresolve: {out['seconds']} s, before {out['before']['seconds']} s, plans equal: "
                 f"{out['plans_equal']}")
             say("reresolve: where the time goes (a sample of facts)")
@@ -276,6 +284,10 @@ def markdown(r: Dict[str, Any]) -> str:
            f"dry run: {r['whole_entities']['seconds']} s ({r['whole_entities']['ratio']}x), "
            f"{r['whole_entities']['mentions_moved']:,} mentions moved, {r['whole_entities']['entities_moved']:,} "
            f"of them with a whole entity.", ""] if r.get("whole_entities") else []),
+        *([f"With the bank setting `reresolve_replay` true (the bank replayed in event order first, then every fact "
+           f"decided again), the same dry run: {r['replay']['seconds']} s ({r['replay']['ratio']}x), "
+           f"{r['replay']['mentions_moved']:,} mentions moved, {r['replay']['entities_created']:,} entities made.",
+           ""] if r.get("replay") else []),
         f"Per fact, on {r['sample']} of them (rolled back): the resolver's decision alone (`_reresolve_fact`) "
         f"{r['decide_ms_per_fact']} ms; with the fact left out first (`_reresolve_decide`: its provenance and "
         f"links deleted, the numbers a decision reads changed, in a subtransaction) "

@@ -23,7 +23,7 @@
 --      entities gone since (no entity is created or renamed during a plan);
 --   3. move each mention whose entity changed (_reresolve_move), unless it is
 --      a fixed point; the facts after it see the move.
--- A plan of the whole bank first replays it (reresolve_replay, below): every
+-- With reresolve_replay (below), a plan of the whole bank first replays it: every
 -- fact decided again from nothing in event order, its clusters placed on the
 -- bank's entities (an entity made for a cluster none is left for) and its
 -- mentions moved there; the steps above then run on the bank it made. The
@@ -876,7 +876,7 @@ BEGIN
     IF {{ distributed }} OR NOT _reresolve_replay_on.whole_bank THEN
         RETURN FALSE;
     END IF;
-    RETURN setting IS NULL OR setting = 'auto' OR setting::boolean;
+    RETURN coalesce(setting::boolean, FALSE);
 END;
 $$;
 
@@ -1427,10 +1427,10 @@ COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, t
 'mentioning entity_ids, or those dated since), in order (event_date, then as stored), and move the mentions whose '
 'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
 'entities judged distinct, nor takes a name to its bare entity only because nothing tells apart the entities it '
-'fits while the context leans to its own; no entity is renamed. A plan of the whole bank first replays it (the bank '
-'setting reresolve_replay, by default "auto"): every fact decided again from nothing in event order, its clusters '
-'placed on the bank''s entities and moved there (a cluster none is left for to an entity made for it, listed in '
-'entities_created); then every fact is decided again as above. With the bank setting '
+'fits while the context leans to its own; no entity is renamed. With the bank setting reresolve_replay (off by '
+'default), a plan of the whole bank first replays it: every fact decided again from nothing in event order, its '
+'clusters placed on the bank''s entities and moved there (a cluster none is left for to an entity made for it, '
+'listed in entities_created); then every fact is decided again as above. With the bank setting '
 'reresolve_entities (by default, "auto", where the plan has at most _reresolve_whole_auto_max() such entities; the '
 'plan''s whole_entities says), an entity the resolver made of one name is then decided again whole: where all its '
 'mentions go to one other entity, they move there; and a form other than its entity''s name is decided apart from '

@@ -1,7 +1,7 @@
-"""reresolve of a whole bank replays it (the bank setting reresolve_replay, sql/058_reresolve.sql): every
-fact decided again from nothing in event order, its clusters placed on the bank's entities, then every
-fact decided again against the bank they made. The same facts arrived in another order end in the same
-partition."""
+"""With the bank setting reresolve_replay (off by default; sql/058_reresolve.sql), reresolve of a whole bank
+replays it: every fact decided again from nothing in event order, its clusters placed on the bank's
+entities, then every fact decided again against the bank they made. The same facts arrived in another
+order end in the same partition."""
 
 from __future__ import annotations
 
@@ -47,6 +47,10 @@ def test_two_arrival_orders_end_in_one_partition(conn, tmp_path):
     assert agreement(*apart, keys) < 0.99
 
 
+def replay_on(conn, bank):
+    call(conn, "configure_bank", bank, json.dumps({"reresolve_replay": True}))
+
+
 @pytest.fixture
 def two_orders(conn):
     """One bank's facts in two arrival orders: Sam Lee and Sam Ortiz, and bare "Sam"s beside their
@@ -56,6 +60,7 @@ def two_orders(conn):
              ("f3", "2026-01-03", ["Sam", "Kestrel"]), ("f4", "2026-01-04", ["Sam", "Halyard"]),
              ("f5", "2026-01-05", ["Sam Lee", "Kestrel", "Orrery"])]
     for bank, order in (("early", facts), ("late", [facts[1], facts[2], facts[3], facts[0], facts[4]])):
+        replay_on(conn, bank)
         for fact_id, day, mentions in order:
             insert_fact(conn, bank, mentions, f"{day}T09:00:00Z", fact_id=fact_id)
 
@@ -86,7 +91,9 @@ def test_a_replay_reports_its_order_and_moves_as_a_correction(conn, two_orders):
     assert groups(conn, "late") == groups(conn, "early")
 
 
-def test_a_scoped_plan_or_the_setting_off_decides_each_fact_against_the_bank_as_it_stands(conn, two_orders):
+def test_by_default_or_scoped_a_plan_decides_each_fact_against_the_bank_as_it_stands(conn, two_orders):
+    insert_fact(conn, "plain", ["Sam Lee", "Kestrel"], "2026-01-01T09:00:00Z", fact_id="f1")
+    assert call(conn, "reresolve", "plain")["replayed"] is False
     ortiz = conn.execute(f"SELECT id FROM {ER}.entities WHERE bank_id = 'late' AND canonical_name = 'Sam Ortiz'"
                        ).fetchone()[0]
     assert call(conn, "reresolve", "late", entity_ids=[str(ortiz)])["replayed"] is False
@@ -105,6 +112,7 @@ def test_a_replay_makes_the_entity_the_arrival_merged_away_and_undo_removes_it(c
     facts = [("f1", "2026-01-01", ["Sam Lee", "Kestrel"]), ("f2", "2026-01-02", ["Sam Ortiz", "Halyard"]),
              ("f3", "2026-01-03", ["Sam", "Kestrel"]), ("f4", "2026-01-04", ["Sam", "Halyard"]),
              ("f5", "2026-01-05", ["Sam Lee", "Kestrel", "Orrery"])]
+    replay_on(conn, "merged")
     for fact_id, day, mentions in [facts[2], facts[3], facts[0], facts[1], facts[4]]:
         insert_fact(conn, "merged", mentions, f"{day}T09:00:00Z", fact_id=fact_id)
     assert len({g[0][0] for g in groups(conn, "merged") if ("f1", 1) in g or ("f2", 1) in g}) == 1

@@ -15,7 +15,7 @@ DEFAULTS = {
     "max_candidates": 200, "intrabatch_similarity": 0.5, "intrabatch_max_names": 250,
     "expansion_per_entity_limit": 200, "max_mentions_per_call": 10000, "max_mentions_per_fact": 1000,
     "max_nearby_per_mention": 1000, "allow_undeclared_labels": False, "auto_reresolve": False, "reresolve_entities": "auto",
-    "reresolve_replay": "auto",
+    "reresolve_replay": False,
     "profile": "enhanced", "bare_names": True, "name_variants": True, "org_suffixes": True,
     "typed_mentions": True, "context_by_entity": True, "alias_memory": True, "misspellings": True,
     "name_variants_add": [], "name_variants_remove": [], "org_suffixes_add": [], "org_suffixes_remove": [],

@@ -46,15 +46,21 @@ def test_a_flag_setting_takes_only_true_or_false():
         validate_settings({"allow_undeclared_labels": 1})
 
 
-@pytest.mark.parametrize("name", ["reresolve_entities", "reresolve_replay"])
-def test_reresolve_settings_take_true_false_or_auto(name):
-    assert DEFAULTS[name] == "auto"
+def test_reresolve_entities_takes_true_false_or_auto():
+    assert DEFAULTS["reresolve_entities"] == "auto"
     for value in (True, False, "auto"):
-        assert validate_settings({name: value}) == {name: value}
-    with pytest.raises(InputError, match=f'"{name}" must be true, false or "auto", got string "AUTO"'):
-        validate_settings({name: "AUTO"})
-    with pytest.raises(InputError, match=f'"{name}" must be true, false or "auto", got number 1'):
-        validate_settings({name: 1})
+        assert validate_settings({"reresolve_entities": value}) == {"reresolve_entities": value}
+    with pytest.raises(InputError, match='"reresolve_entities" must be true, false or "auto", got string "AUTO"'):
+        validate_settings({"reresolve_entities": "AUTO"})
+    with pytest.raises(InputError, match='"reresolve_entities" must be true, false or "auto", got number 1'):
+        validate_settings({"reresolve_entities": 1})
+
+
+def test_reresolve_replay_is_off_by_default_and_takes_true_or_false():
+    assert DEFAULTS["reresolve_replay"] is False
+    assert validate_settings({"reresolve_replay": True}) == {"reresolve_replay": True}
+    with pytest.raises(InputError, match='"reresolve_replay" must be true or false, got string "auto"'):
+        validate_settings({"reresolve_replay": "auto"})
 
 
 def test_no_overrides_gives_the_defaults():
