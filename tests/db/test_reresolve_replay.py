@@ -13,6 +13,7 @@ import pytest
 from bench.order import _golds, _partition, agreement, shuffle_lines
 from corrections_helpers import ER, call, differences, insert_fact, snapshot
 from entity_resolver import evaluate
+from test_curation import grant
 
 CORPORA = Path(__file__).resolve().parents[2] / "bench" / "corpora"
 
@@ -127,3 +128,14 @@ def test_a_replay_makes_the_entity_the_arrival_merged_away_and_undo_removes_it(c
     assert call(conn, "reresolve", "merged")["moves"] == []
     call(conn, "undo_operation", "merged", applied["operation_id"])
     assert snapshot(conn, "merged") == before
+
+
+def test_a_bank_bound_curator_replays_as_the_installer_does(conn, two_orders, roles, connect_as):
+    """The replay forgets and resolves the bank's facts again in a subtransaction: a role bound to the
+    bank (its rows only, orphan entities only to delete) makes the same plan."""
+    bob = roles()
+    conn.execute(f"SELECT {ER}.grant_bank_access('late', %s)", (bob,))
+    grant(conn, "late", bob)
+    as_bob = connect_as(bob).execute(f"SELECT {ER}.reresolve('late')").fetchone()[0]
+    as_installer = call(conn, "reresolve", "late")
+    assert as_bob["replayed"] is True and as_bob["moves"] == as_installer["moves"] != []
