@@ -222,7 +222,9 @@ def replay_decided_sql(plpy, bank_id, replay):
     for unit, ordinal, cluster, _, _ in rows:
         if cluster not in mapping:
             mapping[cluster] = made_id(bank_id, unit, ordinal, taken)
-            create.append(dict(made[cluster], id=mapping[cluster], homonym=None))
+            # A homonym of the replay's is one here too (its id is its homonym mark).
+            homonym = mapping[cluster] if made[cluster].get("homonym") else None
+            create.append(dict(made[cluster], id=mapping[cluster], homonym=homonym))
     out = {}
     for unit, ordinal, cluster, decision, score in rows:
         entity = mapping[cluster]
