@@ -131,6 +131,26 @@ def test_reresolve_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(
     assert done["applied"] > 2, done
 
 
+@pytest.mark.slow
+def test_a_replay_next_to_four_writers_raises_nothing_and_leaves_exact_numbers(conn, connect):
+    """The replay forgets and resolves every fact of the bank again (rolled back) under the bank's
+    lock, while writers wait for it: none of them errs or deadlocks, and the numbers stay the record's."""
+    bank = "busy-replay"
+    call(conn, "configure_bank", bank, json.dumps({"reresolve_replay": True}))
+    done = {"applied": 0, "undo": 0}
+
+    def replay_and_undo(c) -> None:
+        plan = call(c, "reresolve", bank, dry_run=False)
+        assert plan["replayed"] is True
+        done["applied"] += 1
+        if plan["operation_id"] is not None:
+            call(c, "undo_operation", bank, plan["operation_id"])
+            done["undo"] += 1
+
+    beside_writers(conn, connect, bank, NAMES[:6] + ["Alex"], replay_and_undo, 6)
+    assert done["applied"] > 1, done
+
+
 # -- any mix of writes and corrections -------------------------------------------------
 
 EXAMPLES = int(os.environ.get("ER_PROPERTY_EXAMPLES", "100"))
@@ -213,9 +233,11 @@ SEED = [["Alex Morgan", "Acme", "Oslo"], ["Alex", "Acme", "Renewal"], ["Priya", 
 
 
 @PROPERTY
-@given(steps=st.lists(STEP, min_size=3, max_size=18))
-def test_after_any_mix_of_writes_and_corrections_the_numbers_equal_the_record(conn, steps):
+@given(steps=st.lists(STEP, min_size=3, max_size=18), replay=st.booleans())
+def test_after_any_mix_of_writes_and_corrections_the_numbers_equal_the_record(conn, steps, replay):
     bank = f"mix-{uuid.uuid4().hex[:8]}"
+    # A whole-bank reresolve replays the bank first, or not (the bank setting reresolve_replay).
+    call(conn, "configure_bank", bank, json.dumps({"reresolve_replay": replay}))
     for mentions in SEED:
         _apply(conn, bank, ("insert", mentions), 0)
     for n, step in enumerate(steps):
