@@ -2,7 +2,7 @@
 
 from hypothesis import given, settings as hsettings, strategies as st
 
-from reresolve import map_clusters
+from reresolve import made_id, map_clusters
 
 
 def test_each_cluster_goes_to_the_entity_holding_most_of_its_mentions():
@@ -44,3 +44,11 @@ def test_a_placing_is_one_to_one_and_within_the_overlaps(keys, data):
     rename = {"e1": "x3", "e2": "x1", "e3": "x2", "c1": "d4", "c2": "d2", "c3": "d3", "c4": "d1"}
     again = map_clusters({k: rename[v] for k, v in placed.items()}, {k: rename[v] for k, v in replayed.items()})
     assert again == {rename[c]: rename[e] for c, e in out.items()}
+
+
+def test_an_entity_made_for_a_cluster_has_the_id_its_first_mention_draws_unless_taken():
+    first = made_id("crew", "u1", 2, lambda c: False)
+    assert first == made_id("crew", "u1", 2, lambda c: False)          # a dry run and its apply agree
+    assert first not in {made_id("crew", "u1", 1, lambda c: False), made_id("other", "u1", 2, lambda c: False)}
+    second = made_id("crew", "u1", 2, lambda c: c == first)              # an earlier plan's entity holds it
+    assert second != first and second == made_id("crew", "u1", 2, {first}.__contains__)
