@@ -138,10 +138,15 @@ def decide_plan_fact_sql(plpy, bank_id, unit_id, plan_id, keep):
 # its mentions, the largest overlaps first, each entity once (map_clusters);
 # an entity the replay kept (one an operator made or named, which the replay
 # does not remove) is its own cluster's. A cluster no entity is left for gets
-# one of its own, made as the replay made it (_reresolve_create).
+# one of its own, made as the replay made it (_reresolve_create). An entity
+# a cluster is placed on takes the replay's name, unless an operator named it
+# (curated) or another entity holds that name: the arrival's name is part of
+# the arrival ("Lincoln" for Lincoln Hayes, met bare first), and every later
+# decision reads it (_reresolve_rename).
 
 SQL_PLACED = """
-SELECT m.unit_id::text AS unit_id, m.ordinal, m.entity_id::text AS entity_id, e.canonical_name
+SELECT m.unit_id::text AS unit_id, m.ordinal, m.entity_id::text AS entity_id, e.canonical_name, e.entity_type,
+       e.curated
   FROM mentions AS m
  INNER JOIN entities AS e ON m.bank_id = e.bank_id AND m.entity_id = e.id
  WHERE m.bank_id = $1 AND m.unit_id = ANY($2::uuid[])
@@ -153,7 +158,14 @@ SELECT e.id::text AS id FROM entities AS e WHERE e.bank_id = $1 AND e.id = ANY($
 
 # The id of an entity a replay makes is drawn from its first mention (bank,
 # unit, ordinal), not at random: a dry run and the apply after it make the
-# same plan, and a second reresolve finds the same ids.
+# same plan, and a second reresolve finds the same ids. Never an id the bank
+# has used: an entity's, one merged away (its forward stands for the entity
+# it became) or one in the ledger (an undo may bring it back).
+SQL_USED = """
+SELECT EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = $1 AND e.id = $2)
+    OR EXISTS (SELECT 1 FROM entity_forwards AS f WHERE f.bank_id = $1 AND (f.old_id = $2 OR f.new_id = $2))
+    OR EXISTS (SELECT 1 FROM operations AS o WHERE o.bank_id = $1 AND $2 = ANY(o.entity_ids)) AS used
+"""
 _MADE = uuid.UUID("6f1c2a4e-2b1d-5d3e-9a57-6e7265736f6c")
 
 
@@ -200,24 +212,26 @@ def replay_decided_sql(plpy, bank_id, replay):
     """_reresolve_replay_decided: a replay (_reresolve_replay's) as each fact's decisions, placed.
 
     Returns {"units": {unit_id: {"decided": [rows as _reresolve_fact's], "left_out": []}}, "create":
-    [entity rows]} as JSON: a cluster placed on no entity goes to an entity of its own, made from the
-    replay's row of it (create).
+    [entity rows], "rename": [entity rows]} as JSON: a cluster placed on no entity goes to an entity of
+    its own, made from the replay's row of it (create); an entity a cluster is placed on takes the
+    replay's name unless curated (rename).
     """
     replay = json.loads(replay) if replay else {}
     rows = replay.get("mentions") or []
     made = {e["id"]: e for e in replay.get("entities") or []}
     units = sorted({r[0] for r in rows})
-    placed, names = {}, {}
+    placed, names, held = {}, {}, {}
     for r in db.run(plpy, "reresolve_placed", SQL_PLACED, ["text", "uuid[]"], [bank_id, units]) if units else []:
         placed[(r["unit_id"], r["ordinal"])] = r["entity_id"]
         names[r["entity_id"]] = r["canonical_name"]
+        held[r["entity_id"]] = (r["entity_type"], r["curated"])
     kept = [r["id"] for r in db.run(plpy, "reresolve_kept", SQL_KEPT, ["text", "uuid[]"], [bank_id, sorted(made)])]
     mapping = map_clusters(placed, {(r[0], r[1]): r[2] for r in rows}, kept)
     create = []
 
     def taken(candidate):
-        return candidate in mapping.values() or bool(
-            db.run(plpy, "reresolve_kept", SQL_KEPT, ["text", "uuid[]"], [bank_id, [candidate]]))
+        return candidate in mapping.values() or db.run(
+            plpy, "reresolve_used", SQL_USED, ["text", "uuid"], [bank_id, candidate])[0]["used"]
 
     for unit, ordinal, cluster, _, _ in rows:
         if cluster not in mapping:
@@ -225,6 +239,13 @@ def replay_decided_sql(plpy, bank_id, replay):
             # A homonym of the replay's is one here too (its id is its homonym mark).
             homonym = mapping[cluster] if made[cluster].get("homonym") else None
             create.append(dict(made[cluster], id=mapping[cluster], homonym=homonym))
+    rename = []
+    for cluster, entity in sorted(mapping.items(), key=lambda x: x[1]):
+        row = made.get(cluster)
+        if entity == cluster or entity not in held or held[entity][1] or row is None:
+            continue
+        if names[entity] != row["canonical_name"]:
+            rename.append({"id": entity, "canonical_name": row["canonical_name"]})
     out = {}
     for unit, ordinal, cluster, decision, score in rows:
         entity = mapping[cluster]
@@ -233,4 +254,4 @@ def replay_decided_sql(plpy, bank_id, replay):
             "created": False, "score": score, "decision": decision,
             "untold": False, "leaning": None, "by_score": False})
     return json.dumps({"units": {u: {"decided": sorted(d, key=lambda x: x["ordinal"]), "left_out": []}
-                                 for u, d in out.items()}, "create": create})
+                                 for u, d in out.items()}, "create": create, "rename": rename})

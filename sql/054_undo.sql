@@ -116,7 +116,10 @@ DECLARE
     units uuid[];
 BEGIN
     -- The image's units that still hold moved_to get back the links they
-    -- had, after their links to the cleared entities go.
+    -- had to the cleared entities (those first go). Their links to other
+    -- entities were not the operation's: a later one may have moved them
+    -- (a split), and giving them back would link a unit to an entity none
+    -- of its mentions holds.
     units := ARRAY(
         SELECT DISTINCT r.unit_id
         FROM jsonb_populate_recordset(NULL::unit_entities, _restore_links.image -> 'links') AS r
@@ -135,7 +138,7 @@ BEGIN
     INSERT INTO unit_entities
     SELECT r.*
     FROM jsonb_populate_recordset(NULL::unit_entities, _restore_links.image -> 'links') AS r
-    WHERE r.unit_id = ANY(units)
+    WHERE r.unit_id = ANY(units) AND r.entity_id = ANY(_restore_links.cleared)
     ORDER BY r.unit_id, r.entity_id
     ON CONFLICT ON CONSTRAINT unit_entities_pkey DO NOTHING;
     RETURN units;
@@ -423,6 +426,17 @@ BEGIN
         FROM jsonb_populate_recordset(NULL::entities, coalesce(_undo_reresolve.plan -> 'entities_created', '[]')) AS r
     );
     -- The entities the moves left with nothing, which went, come back.
+    -- The names a replay gave back (first all out of the way: two may have traded).
+    UPDATE entities AS e
+    SET canonical_name = e.id::text
+    FROM jsonb_array_elements(coalesce(_undo_reresolve.plan -> 'entities_renamed', '[]')) AS n (r)
+    WHERE e.bank_id = b AND e.id = (n.r ->> 'entity_id')::uuid;
+    UPDATE entities AS e
+    SET canonical_name = r.canonical_name
+    FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
+    WHERE
+        e.bank_id = b AND e.id = r.id
+        AND (_undo_reresolve.plan -> 'entities_renamed') @> jsonb_build_array(jsonb_build_object('entity_id', r.id));
     missing := ARRAY(
         SELECT r.id FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
         WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = r.id)

@@ -26,9 +26,10 @@
 -- With reresolve_replay (below), a plan of the whole bank first replays it: every
 -- fact decided again from nothing in event order, its clusters placed on the
 -- bank's entities (an entity made for a cluster none is left for) and its
--- mentions moved there; the steps above then run on the bank it made. The
--- entities are made before any probe is kept, so the probes' memo still sees
--- no entity made during the steps.
+-- mentions moved there, each of those entities given the replay's name (not
+-- one an operator named); the steps above then run on the bank it made. The
+-- entities are made and named before any probe is kept, so the probes' memo
+-- still sees no entity made or renamed during the steps.
 -- Fixed points. Re-resolution never undoes an operator's merge, split, rename
 -- or alias: it moves mentions and nothing else (no entity is renamed, given
 -- or stripped of an alias; one is merged only as all its mentions moved, by
@@ -859,6 +860,60 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_create(text, jsonb) IS
 'Internal (reresolve, reresolve_replay): make the entities of a replay''s clusters placed on none of the bank''s '
 '(their rows: id, name, kind, type, dates; a homonym where the bank holds the name and type); returns the rows made.';
 
+-- The entities a replay's clusters are placed on take the replay's name
+-- (rows: id, canonical_name; none curated: the caller leaves out what an
+-- operator named, nor one with an alias, which a merge or an operator gave
+-- it), after the replay's moves (an entity of that name they left with
+-- nothing is gone by then), one at a time in id order, each where no other
+-- entity of the same type holds the name (the entity keeps its own otherwise:
+-- two that would trade names keep theirs). Returns what changed:
+-- [{entity_id, from, to}].
+CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_rename(bank_id text, entities jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+DECLARE
+    b text := _reresolve_rename.bank_id;
+    r record;
+    renamed jsonb := '[]';
+BEGIN
+    FOR r IN
+        SELECT e.id, e.canonical_name AS was, x.canonical_name AS name
+        FROM jsonb_to_recordset(_reresolve_rename.entities) AS x (id uuid, canonical_name text)
+        INNER JOIN entities AS e ON e.bank_id = b AND x.id = e.id
+        -- (an entity with an alias was named by a merge or an operator too)
+        WHERE NOT EXISTS (SELECT 1 FROM entity_aliases AS a WHERE a.bank_id = b AND a.entity_id = e.id)
+        AND NOT EXISTS (
+            SELECT 1 FROM entities AS o
+            WHERE
+                o.bank_id = b AND o.id <> e.id AND folded(o.canonical_name) = folded(x.canonical_name)
+                AND o.entity_type IS NOT DISTINCT FROM e.entity_type
+                AND o.homonym IS NOT DISTINCT FROM e.homonym
+        )
+        ORDER BY e.id
+    LOOP
+        -- (an earlier row may have taken the name since the look above)
+        CONTINUE WHEN EXISTS (
+            SELECT 1 FROM entities AS o
+            INNER JOIN entities AS e ON e.bank_id = b AND e.id = r.id
+            WHERE
+                o.bank_id = b AND o.id <> r.id AND folded(o.canonical_name) = folded(r.name)
+                AND o.entity_type IS NOT DISTINCT FROM e.entity_type AND o.homonym IS NOT DISTINCT FROM e.homonym
+        );
+        UPDATE entities AS e SET canonical_name = r.name WHERE e.bank_id = b AND e.id = r.id;
+        renamed := renamed || jsonb_build_object('entity_id', r.id, 'from', r.was, 'to', r.name);
+    END LOOP;
+    RETURN renamed;
+END;
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._reresolve_rename(text, jsonb) IS
+'Internal (reresolve, reresolve_replay): give the entities a replay''s clusters are placed on the replay''s name '
+'(rows: id, canonical_name), each where no other entity of its type holds it; returns [{entity_id, from, to}].';
+
 -- Whether a plan replays the bank (reresolve_replay): a plan of the whole
 -- bank only (a replay decides every fact; a plan scoped to some entities,
 -- a date or the queue decides its own facts again, as they are). Not on a
@@ -988,6 +1043,8 @@ DECLARE
     replaying boolean;
     replayed jsonb;
     created jsonb := '[]';
+    renamed jsonb := '[]';
+    renamed_after integer;
     net jsonb;
     calls jsonb := '[]';
     pass integer;
@@ -1158,8 +1215,11 @@ BEGIN
             END LOOP;
             IF replay_pass THEN
                 -- An entity made for a cluster none of whose mentions moved
-                -- (each a fixed point, or kept) is not made.
+                -- (each a fixed point, or kept) is not made; the others take
+                -- the replay's names.
                 created := _reresolve_unmade(b, created);
+                renamed := _reresolve_rename(b, replayed -> 'rename');
+                renamed_after := jsonb_array_length(calls);
             END IF;
         END LOOP;
         -- Then whole entities, where the bank asks for it (_reresolve_whole):
@@ -1233,7 +1293,11 @@ BEGIN
             WHERE NOT removed ? (x.r ->> 'id')
         ),
         'moves', net,
-        'steps', jsonb_build_object('moves', moves, 'calls', calls, 'created', created),
+        'entities_renamed', renamed,
+        'steps', jsonb_build_object(
+            'moves', moves, 'calls', calls, 'created', created,
+            'renamed', coalesce(replayed -> 'rename', '[]'), 'renamed_after', renamed_after
+        ),
         'kept', kept,
         'entities_removed', (
             SELECT coalesce(jsonb_agg(x.id ORDER BY x.i), '[]') FROM jsonb_array_elements_text(removed) WITH ORDINALITY AS x (id, i)
@@ -1283,7 +1347,7 @@ BEGIN
     ) || plan;
     plan := plan || jsonb_build_object('summary', format('reresolve %s fact(s): %s of %s mention(s) moved',
         plan ->> 'facts', plan ->> 'mentions_moved', plan ->> 'mentions_decided'));
-    IF _reresolve_run.dry_run OR jsonb_array_length(plan -> 'moves') = 0 THEN
+    IF _reresolve_run.dry_run OR jsonb_array_length(plan -> 'moves') + jsonb_array_length(plan -> 'entities_renamed') = 0 THEN
         -- Nothing to write (a dry run, or nothing moves): nothing ledgered.
         plan := plan - 'steps' || jsonb_build_object('dry_run', _reresolve_run.dry_run, 'operation_id', NULL);
     ELSE
@@ -1320,10 +1384,12 @@ DECLARE
 BEGIN
 
     touched := ARRAY(
-        SELECT DISTINCT x.id
+        SELECT x.id
         FROM jsonb_array_elements(plan -> 'steps' -> 'moves') AS mv,
             LATERAL (VALUES ((mv -> 'from' ->> 'entity_id')::uuid), ((mv -> 'to' ->> 'entity_id')::uuid)) AS x (id)
-        ORDER BY x.id
+        UNION
+        SELECT (r ->> 'id')::uuid FROM jsonb_array_elements(plan -> 'steps' -> 'renamed') AS r
+        ORDER BY 1
     );
     units := ARRAY(
         SELECT DISTINCT (mv ->> 'unit_id')::uuid FROM jsonb_array_elements(plan -> 'steps' -> 'moves') AS mv
@@ -1352,12 +1418,19 @@ BEGIN
     -- moves: a mention a replay moved may move again in the next pass, and
     -- each call removes the entities its own moves leave with nothing.)
     FOR run IN
-        SELECT (c.call ->> 'unit_id')::uuid AS unit_id, c.call -> 'moves' AS moves
+        SELECT (c.call ->> 'unit_id')::uuid AS unit_id, c.call -> 'moves' AS moves, c.i
         FROM jsonb_array_elements(plan -> 'steps' -> 'calls') WITH ORDINALITY AS c (call, i)
         ORDER BY c.i
     LOOP
+        IF run.i = (plan -> 'steps' ->> 'renamed_after')::bigint + 1 THEN
+            PERFORM _reresolve_rename(b, plan -> 'steps' -> 'renamed');
+        END IF;
         PERFORM _reresolve_move(b, run.unit_id, run.moves);
     END LOOP;
+    -- (the replay's names after its moves, where no move came after them)
+    IF (plan -> 'steps' ->> 'renamed_after')::bigint = jsonb_array_length(plan -> 'steps' -> 'calls') THEN
+        PERFORM _reresolve_rename(b, plan -> 'steps' -> 'renamed');
+    END IF;
     -- A mention whose steps took it back where it was did not move: its
     -- decision stays as it was recorded.
     UPDATE mentions AS m
@@ -1427,10 +1500,12 @@ COMMENT ON FUNCTION {{ schema }}.reresolve(text, uuid[], timestamptz, boolean, t
 'mentioning entity_ids, or those dated since), in order (event_date, then as stored), and move the mentions whose '
 'entity changed. Operators'' placements, aliases, literals and labels are not decided again; no move joins two '
 'entities judged distinct, nor takes a name to its bare entity only because nothing tells apart the entities it '
-'fits while the context leans to its own; no entity is renamed. With the bank setting reresolve_replay (off by '
-'default), a plan of the whole bank first replays it: every fact decided again from nothing in event order, its '
-'clusters placed on the bank''s entities and moved there (a cluster none is left for to an entity made for it, '
-'listed in entities_created); then every fact is decided again as above. With the bank setting '
+'fits while the context leans to its own; no entity is renamed but by a replay. With the bank setting '
+'reresolve_replay (off by default), a plan of the whole bank first replays it: every fact decided again from '
+'nothing in event order, its '
+'clusters placed on the bank''s entities, which take its names unless curated or aliased (entities_renamed), and '
+'moved there (a cluster none is left for to an entity made for it, listed in entities_created); then every fact is '
+'decided again as above. With the bank setting '
 'reresolve_entities (by default, "auto", where the plan has at most _reresolve_whole_auto_max() such entities; the '
 'plan''s whole_entities says), an entity the resolver made of one name is then decided again whole: where all its '
 'mentions go to one other entity, they move there; and a form other than its entity''s name is decided apart from '

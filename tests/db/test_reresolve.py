@@ -82,6 +82,24 @@ def test_undo_restores_the_bank_exactly(conn, early):
     assert differences(conn, "early")["differences"] == 0
 
 
+def test_undo_after_a_later_split_of_another_entity_of_the_fact_gives_back_only_its_own_links(conn, early):
+    """The January fact moves "Alex" to Alex Kim; later its React is split off (another entity, so the undo
+    is not blocked). Undone, the fact gets its link to "Alex" back, not the one to React that the split
+    moved: every link is a mention's, every number the record's."""
+    op = call(conn, "reresolve", "early", dry_run=False)["operation_id"]
+    react = entity_id(conn, "early", "React")
+    call(conn, "split_entity", "early", react, [early["f1"]], "React (January)")
+    call(conn, "undo_operation", "early", op)
+    assert mention_entity(conn, early["f1"]) == ("Alex", "created")
+    links = {name for (name,) in conn.execute(
+        f"SELECT e.canonical_name FROM {ER}.unit_entities AS l JOIN {ER}.entities AS e"
+        " ON e.bank_id = l.bank_id AND e.id = l.entity_id WHERE l.bank_id = 'early' AND l.unit_id = %s",
+        (early["f1"],))}
+    assert links == {"Alex", "React (January)"}
+    report = differences(conn, "early")
+    assert (report["differences"], report["orphans"]) == (0, []), report
+
+
 def test_a_judgement_keeps_the_mention_where_it_is(conn, early):
     call(conn, "mark_distinct", "early", early["alex"], early["kim"], reason="the intern")
     plan = call(conn, "reresolve", "early", dry_run=False)

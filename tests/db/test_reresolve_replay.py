@@ -109,7 +109,8 @@ def test_a_replay_makes_the_entity_the_arrival_merged_away_and_undo_removes_it(c
     """In 'merged', both bare "Sam"s arrive first and every Sam goes to one entity "Sam": Sam Lee and
     Sam Ortiz merged. Replayed in event order they are two people: the larger share keeps "Sam", the
     other gets an entity of its own (the replay's name, an id drawn from its first mention), listed in
-    entities_created; undo removes it."""
+    entities_created, and "Sam" takes the replay's name, Sam Lee; undo removes the one and renames the
+    other back."""
     facts = [("f1", "2026-01-01", ["Sam Lee", "Kestrel"]), ("f2", "2026-01-02", ["Sam Ortiz", "Halyard"]),
              ("f3", "2026-01-03", ["Sam", "Kestrel"]), ("f4", "2026-01-04", ["Sam", "Halyard"]),
              ("f5", "2026-01-05", ["Sam Lee", "Kestrel", "Orrery"])]
@@ -121,9 +122,14 @@ def test_a_replay_makes_the_entity_the_arrival_merged_away_and_undo_removes_it(c
     dry = call(conn, "reresolve", "merged")
     assert [e["canonical_name"] for e in dry["entities_created"]] == ["Sam Ortiz"]
     assert call(conn, "reresolve", "merged")["entities_created"] == dry["entities_created"]
+    # The entity "Sam" keeps Sam Lee's mentions and takes the replay's name for them.
+    assert [(r["from"], r["to"]) for r in dry["entities_renamed"]] == [("Sam", "Sam Lee")]
     applied = call(conn, "reresolve", "merged", dry_run=False)
     assert applied["moves"] == dry["moves"] and applied["entities_created"] == dry["entities_created"]
+    assert applied["entities_renamed"] == dry["entities_renamed"]
     assert groups(conn, "merged") == groups(conn, "early")
+    assert {n for (n,) in conn.execute(f"SELECT canonical_name FROM {ER}.entities WHERE bank_id = 'merged'"
+                                       " AND canonical_name LIKE 'Sam%%'")} == {"Sam Lee", "Sam Ortiz"}
     assert (differences(conn, "merged")["differences"], differences(conn, "merged")["orphans"]) == (0, [])
     assert call(conn, "reresolve", "merged")["moves"] == []
     call(conn, "undo_operation", "merged", applied["operation_id"])
