@@ -425,8 +425,8 @@ BEGIN
         SELECT r.id
         FROM jsonb_populate_recordset(NULL::entities, coalesce(_undo_reresolve.plan -> 'entities_created', '[]')) AS r
     );
-    -- The entities the moves left with nothing, which went, come back.
-    -- The names a replay gave back (first all out of the way: two may have traded).
+    -- The names a replay gave, back (all first out of the way, so that no
+    -- name is held twice on the way).
     UPDATE entities AS e
     SET canonical_name = e.id::text
     FROM jsonb_array_elements(coalesce(_undo_reresolve.plan -> 'entities_renamed', '[]')) AS n (r)
@@ -437,6 +437,7 @@ BEGIN
     WHERE
         e.bank_id = b AND e.id = r.id
         AND (_undo_reresolve.plan -> 'entities_renamed') @> jsonb_build_array(jsonb_build_object('entity_id', r.id));
+    -- The entities the moves left with nothing, which went, come back.
     missing := ARRAY(
         SELECT r.id FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r
         WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.bank_id = b AND e.id = r.id)
