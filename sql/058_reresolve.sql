@@ -886,16 +886,9 @@ BEGIN
         INNER JOIN entities AS e ON e.bank_id = b AND x.id = e.id
         -- (an entity with an alias was named by a merge or an operator too)
         WHERE NOT EXISTS (SELECT 1 FROM entity_aliases AS a WHERE a.bank_id = b AND a.entity_id = e.id)
-        AND NOT EXISTS (
-            SELECT 1 FROM entities AS o
-            WHERE
-                o.bank_id = b AND o.id <> e.id AND folded(o.canonical_name) = folded(x.canonical_name)
-                AND o.entity_type IS NOT DISTINCT FROM e.entity_type
-                AND o.homonym IS NOT DISTINCT FROM e.homonym
-        )
         ORDER BY e.id
     LOOP
-        -- (an earlier row may have taken the name since the look above)
+        -- The name free? (looked at row by row: an earlier one may have taken it)
         CONTINUE WHEN EXISTS (
             SELECT 1 FROM entities AS o
             INNER JOIN entities AS e ON e.bank_id = b AND e.id = r.id
