@@ -260,7 +260,8 @@ BEGIN
         SELECT r.* FROM jsonb_populate_recordset(NULL::entities, image -> 'entities') AS r;
     END IF;
     n_mentions := _restore_mentions(b, image, split_off);
-    units := _restore_links(b, image, split_off, ARRAY[split_off]);
+    -- (its links to both entities come back: the split replaced the one by the other)
+    units := _restore_links(b, image, split_off, ARRAY[original, split_off]);
     PERFORM _relink_mentions(b, units, ARRAY[original, split_off]);
     -- Aliases the split removed (keep_aliases => false) go back.
     PERFORM _check_free_names(b, _image_names(image, '{}'), original, _undo_split.operation_id);
