@@ -145,8 +145,7 @@ def decide_plan_fact_sql(plpy, bank_id, unit_id, plan_id, keep):
 # decision reads it (_reresolve_rename).
 
 SQL_PLACED = """
-SELECT m.unit_id::text AS unit_id, m.ordinal, m.entity_id::text AS entity_id, e.canonical_name, e.entity_type,
-       e.curated
+SELECT m.unit_id::text AS unit_id, m.ordinal, m.entity_id::text AS entity_id, e.canonical_name, e.curated
   FROM mentions AS m
  INNER JOIN entities AS e ON m.bank_id = e.bank_id AND m.entity_id = e.id
  WHERE m.bank_id = $1 AND m.unit_id = ANY($2::uuid[])
@@ -220,11 +219,12 @@ def replay_decided_sql(plpy, bank_id, replay):
     rows = replay.get("mentions") or []
     made = {e["id"]: e for e in replay.get("entities") or []}
     units = sorted({r[0] for r in rows})
-    placed, names, held = {}, {}, {}
+    placed, names, curated = {}, {}, set()
     for r in db.run(plpy, "reresolve_placed", SQL_PLACED, ["text", "uuid[]"], [bank_id, units]) if units else []:
         placed[(r["unit_id"], r["ordinal"])] = r["entity_id"]
         names[r["entity_id"]] = r["canonical_name"]
-        held[r["entity_id"]] = (r["entity_type"], r["curated"])
+        if r["curated"]:
+            curated.add(r["entity_id"])
     kept = [r["id"] for r in db.run(plpy, "reresolve_kept", SQL_KEPT, ["text", "uuid[]"], [bank_id, sorted(made)])]
     mapping = map_clusters(placed, {(r[0], r[1]): r[2] for r in rows}, kept)
     create = []
@@ -242,7 +242,7 @@ def replay_decided_sql(plpy, bank_id, replay):
     rename = []
     for cluster, entity in sorted(mapping.items(), key=lambda x: x[1]):
         row = made.get(cluster)
-        if entity == cluster or entity not in held or held[entity][1] or row is None:
+        if entity == cluster or entity not in names or entity in curated or row is None:
             continue
         if names[entity] != row["canonical_name"]:
             rename.append({"id": entity, "canonical_name": row["canonical_name"]})

@@ -820,6 +820,32 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_replay_decided(text, jsonb) IS
 'common first, each entity once), as each fact''s decisions, and the entities to make for the clusters placed on '
 'none: {units: {unit_id: {decided: [...], left_out: []}}, create: [rows]}.';
 
+-- Whether another entity of the bank than except_id holds this name for
+-- this type and homonym mark: the unique key of entities (folded name, type,
+-- homonym), which an entity a replay makes or names must not collide with.
+CREATE OR REPLACE FUNCTION {{ internal }}._name_held(
+    bank_id text, name text, entity_type text, homonym uuid, except_id uuid
+)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SECURITY INVOKER
+SET search_path = {{ search_path }}
+AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM entities AS o
+        WHERE
+            o.bank_id = _name_held.bank_id AND o.id <> _name_held.except_id
+            AND folded(o.canonical_name) = folded(_name_held.name)
+            AND o.entity_type IS NOT DISTINCT FROM _name_held.entity_type
+            AND o.homonym IS NOT DISTINCT FROM _name_held.homonym
+    )
+$$;
+
+COMMENT ON FUNCTION {{ internal }}._name_held(text, text, text, uuid, uuid) IS
+'Internal (reresolve, reresolve_replay): whether an entity other than except_id holds this folded name for this '
+'type and homonym mark (the unique key of entities).';
+
 -- The entities a replay makes (a cluster placed on none of the bank's),
 -- from their rows: the replay's id and name, no mention yet (the moves that
 -- follow count them). A homonym where the bank holds its name and type
@@ -840,12 +866,8 @@ BEGIN
         INSERT INTO entities AS e (bank_id, id, canonical_name, entity_kind, entity_type, first_seen, last_seen, homonym)
         SELECT
             b, r.id, r.canonical_name, r.entity_kind, r.entity_type, r.first_seen, r.last_seen,
-            CASE WHEN r.homonym IS NOT NULL OR EXISTS (
-                SELECT 1 FROM entities AS x
-                WHERE
-                    x.bank_id = b AND folded(x.canonical_name) = folded(r.canonical_name)
-                    AND x.entity_type IS NOT DISTINCT FROM r.entity_type AND x.homonym IS NULL
-            ) THEN r.id END
+            CASE WHEN r.homonym IS NOT NULL OR _name_held(b, r.canonical_name, r.entity_type, NULL, r.id)
+                THEN r.id END
         FROM jsonb_populate_recordset(NULL::entities, _reresolve_create.entities) AS r
         ORDER BY r.id
         RETURNING e.*
@@ -881,7 +903,7 @@ DECLARE
     renamed jsonb := '[]';
 BEGIN
     FOR r IN
-        SELECT e.id, e.canonical_name AS was, x.canonical_name AS name
+        SELECT e.id, e.canonical_name AS was, x.canonical_name AS name, e.entity_type, e.homonym
         FROM jsonb_to_recordset(_reresolve_rename.entities) AS x (id uuid, canonical_name text)
         INNER JOIN entities AS e ON e.bank_id = b AND x.id = e.id
         -- (an entity with an alias was named by a merge or an operator too)
@@ -889,13 +911,7 @@ BEGIN
         ORDER BY e.id
     LOOP
         -- The name free? (looked at row by row: an earlier one may have taken it)
-        CONTINUE WHEN EXISTS (
-            SELECT 1 FROM entities AS o
-            INNER JOIN entities AS e ON e.bank_id = b AND e.id = r.id
-            WHERE
-                o.bank_id = b AND o.id <> r.id AND folded(o.canonical_name) = folded(r.name)
-                AND o.entity_type IS NOT DISTINCT FROM e.entity_type AND o.homonym IS NOT DISTINCT FROM e.homonym
-        );
+        CONTINUE WHEN _name_held(b, r.name, r.entity_type, r.homonym, r.id);
         UPDATE entities AS e SET canonical_name = r.name WHERE e.bank_id = b AND e.id = r.id;
         renamed := renamed || jsonb_build_object('entity_id', r.id, 'from', r.was, 'to', r.name);
     END LOOP;
@@ -933,7 +949,8 @@ COMMENT ON FUNCTION {{ internal }}._reresolve_replay_on(text, boolean) IS
 'plan of the whole bank (whole_bank), not on a distributed installation.';
 
 -- Of the entities a replay made (_reresolve_create's rows), those nothing
--- moved to are removed again; returns the rows of the others.
+-- moved to are removed again, as any orphan (_remove_orphans); returns the
+-- rows of the others.
 CREATE OR REPLACE FUNCTION {{ internal }}._reresolve_unmade(bank_id text, created jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -942,18 +959,16 @@ SECURITY INVOKER
 SET search_path = {{ search_path }}
 AS $$
 DECLARE
-    b text := _reresolve_unmade.bank_id;
-    unused uuid[];
-BEGIN
-    unused := ARRAY(
-        SELECT r.id FROM jsonb_populate_recordset(NULL::entities, _reresolve_unmade.created) AS r
-        WHERE NOT EXISTS (SELECT 1 FROM mentions AS m WHERE m.bank_id = b AND m.entity_id = r.id)
+    gone jsonb := _remove_orphans(
+        _reresolve_unmade.bank_id,
+        ARRAY(SELECT r.id FROM jsonb_populate_recordset(NULL::entities, _reresolve_unmade.created) AS r),
+        '[]'
     );
-    DELETE FROM entities AS e WHERE e.bank_id = b AND e.id = ANY(unused);
+BEGIN
     RETURN (
         SELECT coalesce(jsonb_agg(x.r ORDER BY x.r ->> 'id'), '[]')
         FROM jsonb_array_elements(_reresolve_unmade.created) AS x (r)
-        WHERE (x.r ->> 'id')::uuid <> ALL(unused)
+        WHERE NOT gone ? (x.r ->> 'id')
     );
 END;
 $$;
@@ -1037,7 +1052,6 @@ DECLARE
     replayed jsonb;
     created jsonb := '[]';
     renamed jsonb := '[]';
-    renamed_after integer;
     net jsonb;
     calls jsonb := '[]';
     pass integer;
@@ -1212,7 +1226,7 @@ BEGIN
                 -- the replay's names.
                 created := _reresolve_unmade(b, created);
                 renamed := _reresolve_rename(b, replayed -> 'rename');
-                renamed_after := jsonb_array_length(calls);
+                calls := calls || jsonb_build_object('rename', replayed -> 'rename');
             END IF;
         END LOOP;
         -- Then whole entities, where the bank asks for it (_reresolve_whole):
@@ -1288,8 +1302,7 @@ BEGIN
         'moves', net,
         'entities_renamed', renamed,
         'steps', jsonb_build_object(
-            'moves', moves, 'calls', calls, 'created', created,
-            'renamed', coalesce(replayed -> 'rename', '[]'), 'renamed_after', renamed_after
+            'moves', moves, 'calls', calls, 'created', created
         ),
         'kept', kept,
         'entities_removed', (
@@ -1381,7 +1394,9 @@ BEGIN
         FROM jsonb_array_elements(plan -> 'steps' -> 'moves') AS mv,
             LATERAL (VALUES ((mv -> 'from' ->> 'entity_id')::uuid), ((mv -> 'to' ->> 'entity_id')::uuid)) AS x (id)
         UNION
-        SELECT (r ->> 'id')::uuid FROM jsonb_array_elements(plan -> 'steps' -> 'renamed') AS r
+        SELECT (r ->> 'id')::uuid
+        FROM jsonb_array_elements(plan -> 'steps' -> 'calls') AS c (call),
+            LATERAL jsonb_array_elements(c.call -> 'rename') AS r
         ORDER BY 1
     );
     units := ARRAY(
@@ -1409,21 +1424,19 @@ BEGIN
     -- The plan's moves again, call by call as it made them: the same bank
     -- (we hold its lock), the same moves, the same result. (Calls, not the
     -- moves: a mention a replay moved may move again in the next pass, and
-    -- each call removes the entities its own moves leave with nothing.)
+    -- each call removes the entities its own moves leave with nothing. A
+    -- replay's names are given between its moves and the next pass's.)
     FOR run IN
-        SELECT (c.call ->> 'unit_id')::uuid AS unit_id, c.call -> 'moves' AS moves, c.i
+        SELECT (c.call ->> 'unit_id')::uuid AS unit_id, c.call -> 'moves' AS moves, c.call -> 'rename' AS rename
         FROM jsonb_array_elements(plan -> 'steps' -> 'calls') WITH ORDINALITY AS c (call, i)
         ORDER BY c.i
     LOOP
-        IF run.i = (plan -> 'steps' ->> 'renamed_after')::bigint + 1 THEN
-            PERFORM _reresolve_rename(b, plan -> 'steps' -> 'renamed');
+        IF run.rename IS NOT NULL THEN
+            PERFORM _reresolve_rename(b, run.rename);
+        ELSE
+            PERFORM _reresolve_move(b, run.unit_id, run.moves);
         END IF;
-        PERFORM _reresolve_move(b, run.unit_id, run.moves);
     END LOOP;
-    -- (the replay's names after its moves, where no move came after them)
-    IF (plan -> 'steps' ->> 'renamed_after')::bigint = jsonb_array_length(plan -> 'steps' -> 'calls') THEN
-        PERFORM _reresolve_rename(b, plan -> 'steps' -> 'renamed');
-    END IF;
     -- A mention whose steps took it back where it was did not move: its
     -- decision stays as it was recorded.
     UPDATE mentions AS m
