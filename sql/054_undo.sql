@@ -20,11 +20,19 @@ AS $$
 DECLARE
     hit record;
     keys text[];
+    performed timestamptz;
 BEGIN
     -- A name an undo gives back must be free: another entity may have been
     -- created with it, or given it as an alias, since. A homonym may share
     -- its name (_image_names leaves homonyms out): only another first entity
-    -- of the name (homonym NULL) takes it.
+    -- of the name (homonym NULL) takes it. An alias held since before the
+    -- operation stood beside the name then, and may again: the resolver
+    -- makes an entity of a name another entity holds as an alias when an
+    -- attribute tells them apart (a merged 'Tom Baker', a later one born
+    -- another day), and forgetting that entity must stay undoable.
+    SELECT o.performed_at INTO performed
+    FROM operations AS o
+    WHERE o.bank_id = _check_free_names.bank_id AND o.id = _check_free_names.operation_id;
     -- Folded first: fold_name() of a row is not LEAKPROOF, and a bank-bound
     -- curator's look-ups would then read the bank's names.
     keys := ARRAY(SELECT fold_name(n.name) FROM unnest(_check_free_names.names) WITH ORDINALITY AS n (name, i)
@@ -41,7 +49,7 @@ BEGIN
         INNER JOIN entity_aliases AS a
             ON a.bank_id = _check_free_names.bank_id AND folded(a.alias) = n.key
         INNER JOIN entities AS e ON a.bank_id = e.bank_id AND a.entity_id = e.id
-        WHERE e.id IS DISTINCT FROM _check_free_names.own
+        WHERE e.id IS DISTINCT FROM _check_free_names.own AND a.created_at >= performed
         LIMIT 1;
     END IF;
     IF hit.id IS NOT NULL THEN
@@ -55,7 +63,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION {{ internal }}._check_free_names(text, text[], uuid, bigint) IS
-'Internal (undo): refuse (23505) when a name to give back is now another entity''s name or alias.';
+'Internal (undo): refuse (23505) when a name to give back is now another entity''s name, or an alias given since '
+'the operation.';
 
 CREATE OR REPLACE FUNCTION {{ internal }}._image_names(image jsonb, entity_ids uuid[])
 RETURNS text[]

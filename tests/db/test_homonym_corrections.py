@@ -159,3 +159,28 @@ def test_a_name_two_homonyms_bear_is_refused_where_one_entity_is_meant(conn):
     # By id, it works.
     (first, _), _ = named(conn)
     assert str(er.entity_id(BANK, first)) == first
+
+
+def test_forgetting_an_entity_named_as_an_earlier_alias_of_another_is_undone_exactly(conn):
+    # Tom Baker merged into Maria Schmidt leaves her the alias 'Tom Baker'; a later Tom Baker born another
+    # day is told apart by the birth date and made an entity of that name beside the alias. Forgetting it
+    # and undoing the forget gives back what stood: the alias was there before the forget.
+    fact(conn, [person("Tom Baker"), "Acme"], 1)
+    fact(conn, [person("Maria Schmidt", birth_date="1961-05-03"), "Acme"], 2)
+    (tom, _), = named(conn, "Tom Baker")
+    (maria, _), = named(conn)
+    call(conn, "merge_entities", BANK, [tom], maria)
+    fact(conn, [person("Tom Baker", birth_date="1984-11-20"), "renewal"], 3)
+    (later, _), = named(conn, "Tom Baker")
+    before = snapshot(conn, BANK)
+    forgotten = call(conn, "forget_entity", BANK, later)
+    call(conn, "undo_operation", BANK, forgotten["operation_id"])
+    assert snapshot(conn, BANK) == before
+    # An alias given since the forget still takes the name: the undo is refused and changes nothing.
+    forgotten = call(conn, "forget_entity", BANK, later)
+    call(conn, "remove_alias", BANK, "Tom Baker")
+    call(conn, "add_alias", BANK, maria, "Tom Baker")
+    after = snapshot(conn, BANK)
+    with pytest.raises(Exception, match="^operation_id: cannot undo operation .* 'Tom Baker' now belongs"):
+        call(conn, "undo_operation", BANK, forgotten["operation_id"])
+    assert snapshot(conn, BANK) == after
