@@ -43,16 +43,19 @@ def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: in
 
     def work(w: int) -> None:
         try:
+            # Every retain new, made as it is sent: a retain sent again finds
+            # the names its first pass created and creates nothing (at
+            # 100,000 entities 115 ms against 205 the first time), so a run
+            # that cycled a few retains measured repeats where it ran long
+            # or alone and first passes where it ran short or shared
+            # (docs/benchmarks.md, "Four writers on this machine").
             rng = random.Random(seed * 1000 + w)
-            retains = [make_retain(bank, rng) for _ in range(64)]
             with psycopg.connect(dsn, autocommit=True) as c:
                 c.execute("SET entity_resolver.flush_at_commit = %s" % ("on" if flush_at_commit else "off"))
                 c.execute("SET statement_timeout = '60s'")
                 start_line.wait()
-                k = 0
                 while time.monotonic() < stop_at[0]:
-                    facts = retains[k % len(retains)]
-                    k += 1
+                    facts = make_retain(bank, rng)
                     t = time.perf_counter()
                     try:
                         c.execute(insert, (bank.bank_id, NOW, [" / ".join(f) for f in facts],
