@@ -36,6 +36,16 @@ def write_doc(path: Path, generated: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+# Four writers through the trigger, mentions/s: issue 34 asks 1,500 at 100,000
+# entities and 1,000 at 1,000,000; 1,000 elsewhere (the first trigger target).
+WRITERS_TARGETS = {100_000: 1500, 1_000_000: 1000}
+
+
+def writers_target(entities: int) -> int:
+    """The mentions/s four writers through the trigger are to reach in a bank of ``entities``."""
+    return WRITERS_TARGETS.get(entities, 1000)
+
+
 def targets(result: Dict[str, Any]) -> Dict[str, Any]:
     """The issue's targets, checked against the figures (benchmarks, not tests)."""
     out: Dict[str, Any] = {}
@@ -61,8 +71,9 @@ def targets(result: Dict[str, Any]) -> Dict[str, Any]:
         four = entry.get("trigger", {}).get("4")
         if four:
             value = four["mentions_per_second"]
+            least = writers_target(entry["entities"])
             out[f"trigger with 4 writers at {entry['entities']:,} entities"] = {
-                "target": ">= 1000 mentions/s", "value": value, "met": value >= 1000}
+                "target": f">= {least} mentions/s", "value": value, "met": value >= least}
     for entry in result["sizes"].values():
         bulk = entry.get("bulk_import")
         if bulk and entry["entities"] >= 100_000:
