@@ -48,7 +48,7 @@ def measure_writers(dsn: str, bank: Bank, writers: int, seconds: float, seed: in
             # 100,000 entities 115 ms against 205 the first time), so a run
             # that cycled a few retains measured repeats where it ran long
             # or alone and first passes where it ran short or shared
-            # (docs/benchmarks.md, "Four writers on this machine").
+            # (docs/benchmarks.md: "most of 'twice the CPU' was the workload").
             rng = random.Random(seed * 1000 + w)
             with psycopg.connect(dsn, autocommit=True) as c:
                 c.execute("SET entity_resolver.flush_at_commit = %s" % ("on" if flush_at_commit else "off"))

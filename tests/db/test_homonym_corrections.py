@@ -9,6 +9,7 @@ over random streams is in test_homonym_properties.py.
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from corrections_helpers import ER, call, differences, insert_fact, snapshot
@@ -181,6 +182,7 @@ def test_forgetting_an_entity_named_as_an_earlier_alias_of_another_is_undone_exa
     call(conn, "remove_alias", BANK, "Tom Baker")
     call(conn, "add_alias", BANK, maria, "Tom Baker")
     after = snapshot(conn, BANK)
-    with pytest.raises(Exception, match="^operation_id: cannot undo operation .* 'Tom Baker' now belongs"):
+    with pytest.raises(psycopg.errors.UniqueViolation,
+                       match="^operation_id: cannot undo operation .* 'Tom Baker' now belongs"):
         call(conn, "undo_operation", BANK, forgotten["operation_id"])
     assert snapshot(conn, BANK) == after
